@@ -1,0 +1,2 @@
+//! Criterion benches for udcache-rculist (filled below).
+fn main() {}
