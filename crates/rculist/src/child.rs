@@ -40,7 +40,7 @@ use std::fmt;
 
 use crate::epoch::Guard;
 use crate::list::{End, Iter, ListWriter, RawList};
-use crate::lock::SpinLock;
+use crate::lock::{Held, SpinLock};
 use crate::retire::{Unlinked, check_guard};
 use crate::{Adapter, Link};
 
@@ -106,13 +106,12 @@ impl<A: Adapter<Link = Link>> ChildList<A> {
 
     /// Takes the writer lock (both sides).
     pub fn lock(&self) -> ChildWriter<'_, A> {
-        self.lock.lock();
-        ChildWriter { sides: self.sides(), lock: Some(&self.lock) }
+        ChildWriter { sides: self.sides(), _held: self.lock.hold() }
     }
 
     /// Writer access through exclusive access.
     pub fn get_mut(&mut self) -> ChildWriter<'_, A> {
-        ChildWriter { sides: self.sides(), lock: None }
+        ChildWriter { sides: self.sides(), _held: Held::external() }
     }
 
     /// Writer access for a caller that serialises this list's writers with its own lock (say,
@@ -122,7 +121,7 @@ impl<A: Adapter<Link = Link>> ChildList<A> {
     ///
     /// While the returned writer lives, no other [`ChildWriter`] of this list exists.
     pub unsafe fn writer_unchecked(&self) -> ChildWriter<'_, A> {
-        ChildWriter { sides: self.sides(), lock: None }
+        ChildWriter { sides: self.sides(), _held: Held::external() }
     }
 
     fn sides(&self) -> [ListWriter<'_, A>; 2] {
@@ -149,7 +148,7 @@ impl<A: Adapter<Link = Link>> fmt::Debug for ChildList<A> {
 pub struct ChildWriter<'l, A: Adapter<Link = Link>> {
     /// `[positive, negative]`.
     sides: [ListWriter<'l, A>; 2],
-    lock: Option<&'l SpinLock>,
+    _held: Held<'l>,
 }
 
 impl<'l, A: Adapter<Link = Link>> ChildWriter<'l, A> {
@@ -181,14 +180,6 @@ impl<'l, A: Adapter<Link = Link>> ChildWriter<'l, A> {
     pub fn remove(&mut self, node: &A::Value) -> Option<Unlinked<A::Value>> {
         let [pos, neg] = &mut self.sides;
         pos.remove(node).or_else(|| neg.remove(node))
-    }
-}
-
-impl<A: Adapter<Link = Link>> Drop for ChildWriter<'_, A> {
-    fn drop(&mut self) {
-        if let Some(lock) = self.lock {
-            lock.unlock();
-        }
     }
 }
 

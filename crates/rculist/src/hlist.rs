@@ -44,11 +44,12 @@ use crate::epoch::Guard;
 use crate::lock::{BIT_LOCK, bit_lock, bit_unlock};
 use crate::retire::{Refused, Unlinked, arc_of, check_guard, release_raw};
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use crate::walk::step;
 
 /// The link a node embeds once per hash chain it can sit on (two words).
 pub struct HLink {
     /// The following link; Release-stored by writers, Acquire-loaded by readers.
-    next: AtomicPtr<HLink>,
+    pub(crate) next: AtomicPtr<HLink>,
     /// Whether the link is on a chain.
     linked: AtomicBool,
 }
@@ -388,27 +389,18 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         Ok(())
     }
 
-    /// Inserts `node` after `anchor`. `Err(Refused)` if `anchor` is not on this chain or `node` is
-    /// on a chain already.
-    pub fn insert_after(
-        &mut self,
-        anchor: &A::Value,
-        node: Arc<A::Value>,
-    ) -> Result<(), Refused<A::Value>> {
-        let Some(slot) = self.find_slot(anchor) else { return Err(Refused(node)) };
-        let link = Self::claim(node)?;
-        self.link_at(Slot::Next(self.load(slot)), link);
-        Ok(())
-    }
+    insert_beside_api!("chain");
 
-    /// Inserts `node` before `anchor`. `Err(Refused)` as for [`insert_after`](Self::insert_after).
-    pub fn insert_before(
+    fn insert_beside(
         &mut self,
         anchor: &A::Value,
         node: Arc<A::Value>,
+        after: bool,
     ) -> Result<(), Refused<A::Value>> {
         let Some(slot) = self.find_slot(anchor) else { return Err(Refused(node)) };
         let link = Self::claim(node)?;
+        // After the anchor: the anchor's own `next`; before it: the slot pointing at it.
+        let slot = if after { Slot::Next(self.load(slot)) } else { slot };
         self.link_at(slot, link);
         Ok(())
     }
@@ -521,17 +513,9 @@ impl<'g, A: Adapter<Link = HLink>> Iterator for HIter<'g, A> {
 
     #[inline]
     fn next(&mut self) -> Option<&'g A::Value> {
-        let cur = self.next;
-        if cur.is_null() {
-            return None;
-        }
-        // SAFETY: `cur` was loaded from the chain under the guard; its node's release is
-        // deferred past the guard.
-        let link = unsafe { &*cur };
-        // Acquire pairs with the writers' Release stores of `next`.
-        self.next = link.next.load(Ordering::Acquire);
-        // SAFETY: as above; made by `A::link_ptr`.
-        Some(unsafe { &*A::value_ptr(cur) })
+        // SAFETY: `self.next` was loaded from the chain (or from a node reached through it)
+        // under the guard checked when the walk began, which lives for `'g`.
+        unsafe { step::<A>(&mut self.next) }
     }
 }
 

@@ -84,6 +84,30 @@
 #![doc = ""]
 #![doc = include_str!("../README.md")]
 
+/// The public `insert_after` / `insert_before` pair of a writer, over its private
+/// `insert_beside(anchor, node, after)`.
+macro_rules! insert_beside_api {
+    ($what:literal) => {
+        #[doc = concat!("Inserts `node` right after `anchor`. `Err(Refused)` if `anchor` is not on this ", $what, " or `node` is on a ", $what, " already.")]
+        pub fn insert_after(
+            &mut self,
+            anchor: &A::Value,
+            node: Arc<A::Value>,
+        ) -> Result<(), Refused<A::Value>> {
+            self.insert_beside(anchor, node, true)
+        }
+
+        #[doc = concat!("Inserts `node` right before `anchor`. `Err(Refused)` if `anchor` is not on this ", $what, " or `node` is on a ", $what, " already.")]
+        pub fn insert_before(
+            &mut self,
+            anchor: &A::Value,
+            node: Arc<A::Value>,
+        ) -> Result<(), Refused<A::Value>> {
+            self.insert_beside(anchor, node, false)
+        }
+    };
+}
+
 mod adapter;
 pub mod child;
 pub mod hlist;
@@ -92,6 +116,7 @@ mod lock;
 mod retire;
 mod seq;
 mod sync;
+mod walk;
 
 pub use crossbeam_epoch as epoch;
 

@@ -53,16 +53,17 @@ use std::ptr;
 use std::sync::Arc;
 
 use crate::epoch::Guard;
-use crate::lock::SpinLock;
+use crate::lock::{Held, SpinLock};
 use crate::retire::{Refused, Unlinked, check_guard, release_raw};
 use crate::seq::MoveSeq;
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+use crate::walk::step;
 use crate::{Adapter, next_list_id};
 
 /// The link a node embeds once per [`List`] it can sit on (three words).
 pub struct Link {
     /// The following link; Release-stored by writers, Acquire-loaded by readers.
-    next: AtomicPtr<Link>,
+    pub(crate) next: AtomicPtr<Link>,
     /// The preceding link (null for the first); writers only.
     prev: AtomicPtr<Link>,
     /// The id of the list this link is on, 0 when on none.
@@ -350,13 +351,12 @@ impl<A: Adapter<Link = Link>> List<A> {
 
     /// Takes the list's writer lock.
     pub fn lock(&self) -> ListWriter<'_, A> {
-        self.lock.lock();
-        ListWriter { raw: &self.raw, lock: Some(&self.lock) }
+        ListWriter { raw: &self.raw, _held: self.lock.hold() }
     }
 
     /// Writer access through exclusive access: no lock needed.
     pub fn get_mut(&mut self) -> ListWriter<'_, A> {
-        ListWriter { raw: &self.raw, lock: None }
+        ListWriter { raw: &self.raw, _held: Held::external() }
     }
 
     /// Writer access for a caller that serialises this list's writers with its own lock.
@@ -366,7 +366,7 @@ impl<A: Adapter<Link = Link>> List<A> {
     /// While the returned writer lives, no other [`ListWriter`] of this list exists (the
     /// caller's lock excludes every other holder, and none is taken through [`List::lock`]).
     pub unsafe fn writer_unchecked(&self) -> ListWriter<'_, A> {
-        ListWriter { raw: &self.raw, lock: None }
+        ListWriter { raw: &self.raw, _held: Held::external() }
     }
 }
 
@@ -388,13 +388,13 @@ impl<A: Adapter<Link = Link>> fmt::Debug for List<A> {
 /// list, change nothing and say so (`false`, `None` or `Err(Refused)`).
 pub struct ListWriter<'l, A: Adapter<Link = Link>> {
     raw: &'l RawList<A>,
-    lock: Option<&'l SpinLock>,
+    _held: Held<'l>,
 }
 
 impl<'l, A: Adapter<Link = Link>> ListWriter<'l, A> {
     /// A writer over a lock the caller holds (used by [`ChildList`](crate::ChildList)).
     pub(crate) fn over(raw: &'l RawList<A>) -> Self {
-        Self { raw, lock: None }
+        Self { raw, _held: Held::external() }
     }
 
     /// Whether the list is empty.
@@ -423,49 +423,36 @@ impl<'l, A: Adapter<Link = Link>> ListWriter<'l, A> {
 
     /// Inserts `node` first. `Err(Refused)` if it is on a list already.
     pub fn push_front(&mut self, node: Arc<A::Value>) -> Result<(), Refused<A::Value>> {
-        let link = self.raw.claim(node)?;
-        // SAFETY: we are the writer; `link` is claimed; (null, first) are adjacent.
-        unsafe { self.raw.link_between(link, ptr::null(), self.raw.first()) };
-        Ok(())
+        self.push(node, End::Front)
     }
 
     /// Inserts `node` last. `Err(Refused)` if it is on a list already.
     pub fn push_back(&mut self, node: Arc<A::Value>) -> Result<(), Refused<A::Value>> {
+        self.push(node, End::Back)
+    }
+
+    fn push(&mut self, node: Arc<A::Value>, at: End) -> Result<(), Refused<A::Value>> {
         let link = self.raw.claim(node)?;
-        // SAFETY: we are the writer; `link` is claimed; (last, null) are adjacent.
-        unsafe { self.raw.link_between(link, self.raw.last(), ptr::null()) };
+        // SAFETY: we are the writer; `link` is claimed and on no chain.
+        unsafe { self.raw.relink(link, at) };
         Ok(())
     }
 
-    /// Inserts `node` right after `anchor`. `Err(Refused)` if `anchor` is not on this list or
-    /// `node` is on a list already.
-    pub fn insert_after(
+    insert_beside_api!("list");
+
+    fn insert_beside(
         &mut self,
         anchor: &A::Value,
         node: Arc<A::Value>,
+        after: bool,
     ) -> Result<(), Refused<A::Value>> {
         let Some(at) = self.raw.member(anchor) else { return Err(Refused(node)) };
         let link = self.raw.claim(node)?;
         // SAFETY: we are the writer; `at` is a member.
-        let (_, next) = unsafe { RawList::<A>::neighbours(at) };
-        // SAFETY: `link` is claimed; (at, next) are adjacent.
-        unsafe { self.raw.link_between(link, at, next) };
-        Ok(())
-    }
-
-    /// Inserts `node` right before `anchor`. `Err(Refused)` if `anchor` is not on this list or
-    /// `node` is on a list already.
-    pub fn insert_before(
-        &mut self,
-        anchor: &A::Value,
-        node: Arc<A::Value>,
-    ) -> Result<(), Refused<A::Value>> {
-        let Some(at) = self.raw.member(anchor) else { return Err(Refused(node)) };
-        let link = self.raw.claim(node)?;
-        // SAFETY: we are the writer; `at` is a member.
-        let (prev, _) = unsafe { RawList::<A>::neighbours(at) };
-        // SAFETY: `link` is claimed; (prev, at) are adjacent.
-        unsafe { self.raw.link_between(link, prev, at) };
+        let (prev, next) = unsafe { RawList::<A>::neighbours(at) };
+        let (prev, next) = if after { (at, next) } else { (prev, at) };
+        // SAFETY: `link` is claimed; (prev, next) are adjacent.
+        unsafe { self.raw.link_between(link, prev, next) };
         Ok(())
     }
 
@@ -647,14 +634,6 @@ impl<A: Adapter<Link = Link>> RawList<A> {
     }
 }
 
-impl<A: Adapter<Link = Link>> Drop for ListWriter<'_, A> {
-    fn drop(&mut self) {
-        if let Some(lock) = self.lock {
-            lock.unlock();
-        }
-    }
-}
-
 impl<A: Adapter<Link = Link>> fmt::Debug for ListWriter<'_, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ListWriter").field("id", &self.raw.id).finish_non_exhaustive()
@@ -782,17 +761,9 @@ impl<'g, A: Adapter<Link = Link>> Iterator for Iter<'g, A> {
 
     #[inline]
     fn next(&mut self) -> Option<&'g A::Value> {
-        let cur = self.next;
-        if cur.is_null() {
-            return None;
-        }
-        // SAFETY: `cur` was loaded from the list under the guard: it is (or was, after the
-        // guard pinned) a member, and its node's release is deferred past the guard.
-        let link = unsafe { &*cur };
-        // Acquire pairs with the writers' Release stores of `next` (publish and unlink).
-        self.next = link.next.load(Ordering::Acquire);
-        // SAFETY: as above; the link was made by `A::link_ptr`.
-        Some(unsafe { &*A::value_ptr(cur) })
+        // SAFETY: `self.next` was loaded from the list (or from a node reached through it)
+        // under the guard checked when the walk began, which lives for `'g`.
+        unsafe { step::<A>(&mut self.next) }
     }
 }
 

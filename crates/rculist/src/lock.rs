@@ -21,7 +21,13 @@ impl SpinLock {
         Self { locked: AtomicBool::new(false) }
     }
 
-    pub(crate) fn lock(&self) {
+    /// Takes the lock; it is released when the returned token is dropped.
+    pub(crate) fn hold(&self) -> Held<'_> {
+        self.lock();
+        Held(Some(self))
+    }
+
+    fn lock(&self) {
         let mut step = 0;
         // Acquire pairs with the Release in `unlock`: the new holder sees every store the
         // previous holder made to the list it protects.
@@ -36,10 +42,31 @@ impl SpinLock {
         }
     }
 
-    pub(crate) fn unlock(&self) {
+    fn unlock(&self) {
         debug_assert!(self.locked.load(Ordering::Relaxed), "unlock of an unlocked SpinLock");
         // Release pairs with the Acquire in `lock`.
         self.locked.store(false, Ordering::Release);
+    }
+}
+
+/// Proof that a writer may run: a held [`SpinLock`] (released on drop), or `None` where the
+/// caller serialises writers itself (exclusive access, or its own lock behind an unsafe
+/// constructor).
+#[derive(Debug)]
+pub(crate) struct Held<'l>(Option<&'l SpinLock>);
+
+impl Held<'_> {
+    /// Serialisation the caller provides.
+    pub(crate) fn external() -> Self {
+        Held(None)
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Some(lock) = self.0 {
+            lock.unlock();
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
+use udcache_rculist::epoch::Guard;
 use udcache_rculist::{ChildList, HLink, HListBl, Link, List, adapter, epoch};
 
 const MAX_IDS: usize = 1 << 18;
@@ -121,93 +122,42 @@ impl Churn {
     }
 }
 
-#[test]
-fn list_readers_vs_churning_writers() {
-    let ids = Ids::new();
-    let list = Arc::new(List::<LA>::new());
-    let stable: Vec<Arc<Node>> = (0..STABLE).map(|k| fresh(&ids, k).unwrap()).collect();
-    for n in &stable {
-        list.lock().push_back(n.clone()).unwrap();
-    }
+/// Runs `writers` threads calling `write` and `readers` threads calling `read` (which returns
+/// whether its walk was valid) on `shared` for [`duration`], then reports and checks that both
+/// sides really ran.
+fn race<S: Send + Sync + 'static>(
+    name: &str,
+    shared: S,
+    ids: &Arc<Ids>,
+    (writers, readers): (u64, usize),
+    write: fn(&S, &Arc<Ids>, &mut Rng, &mut Churn, &Guard),
+    read: fn(&S, &Ids) -> bool,
+) {
+    let shared = Arc::new(shared);
     let stop = Arc::new(AtomicBool::new(false));
-    let writers: Vec<_> = (0..2u64)
+    let writers: Vec<_> = (0..writers)
         .map(|w| {
-            let (list, ids, stop, stable) =
-                (list.clone(), ids.clone(), stop.clone(), stable.clone());
+            let (shared, ids, stop) = (shared.clone(), ids.clone(), stop.clone());
             thread::spawn(move || {
                 let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (w + 1));
-                let mut churn = Churn::new(&ids, 24);
+                let mut churn = Churn::new(&ids, 16);
                 let mut ops = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    let i = rng.below(churn.nodes.len());
-                    let guard = epoch::pin();
-                    let mut wr = list.lock();
-                    let settled = churn.settled(i);
-                    let node = churn.nodes[i].clone();
-                    if wr.contains(&node) {
-                        match rng.below(5) {
-                            0 => {
-                                wr.move_to_front(&node);
-                            }
-                            1 => {
-                                wr.move_to_back(&node);
-                            }
-                            2 => {
-                                let j = rng.below(churn.nodes.len());
-                                if j != i && churn.settled(j) {
-                                    wr.replace(&node, churn.nodes[j].clone())
-                                        .unwrap()
-                                        .retire(&guard);
-                                }
-                            }
-                            _ => wr.remove(&node).unwrap().retire(&guard),
-                        }
-                    } else if settled {
-                        let anchor = &stable[rng.below(STABLE)];
-                        let res = match rng.below(4) {
-                            0 => wr.push_front(node),
-                            1 => wr.push_back(node),
-                            2 => wr.insert_after(anchor, node),
-                            _ => wr.insert_before(anchor, node),
-                        };
-                        assert!(res.is_ok());
-                    } else {
-                        drop(wr);
-                        churn.maybe_renew(i, &mut rng, &ids);
-                    }
+                    write(&shared, &ids, &mut rng, &mut churn, &epoch::pin());
                     ops += 1;
                 }
                 ops
             })
         })
         .collect();
-    let readers: Vec<_> = (0..2)
+    let readers: Vec<_> = (0..readers)
         .map(|_| {
-            let (list, ids, stop) = (list.clone(), ids.clone(), stop.clone());
+            let (shared, ids, stop) = (shared.clone(), ids.clone(), stop.clone());
             thread::spawn(move || {
                 let (mut valid, mut invalid) = (0u64, 0u64);
-                let mut seen = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
-                    let guard = epoch::pin();
-                    let mut it = list.iter(&guard);
-                    seen.clear();
-                    for n in it.by_ref() {
-                        ids.check(n.id);
-                        seen.push((n.id, n.key));
-                        pause_sometimes(seen.len());
-                    }
-                    for &(id, _) in &seen {
-                        ids.check(id);
-                    }
-                    let stable_seen: Vec<usize> =
-                        seen.iter().filter(|&&(id, _)| id < STABLE).map(|&(id, _)| id).collect();
-                    if it.valid() {
+                    if read(&shared, &ids) {
                         valid += 1;
-                        assert_eq!(stable_seen, (0..STABLE).collect::<Vec<_>>(), "valid walk");
-                        let mut all: Vec<usize> = seen.iter().map(|&(id, _)| id).collect();
-                        all.sort_unstable();
-                        all.dedup();
-                        assert_eq!(all.len(), seen.len(), "valid walk saw a node twice");
                     } else {
                         invalid += 1;
                     }
@@ -223,164 +173,188 @@ fn list_readers_vs_churning_writers() {
         .into_iter()
         .map(|r| r.join().unwrap())
         .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
-    eprintln!("list stress: {ops} writer ops, {valid} valid walks, {invalid} invalidated walks");
-    assert!(ops > 100 && valid > 10, "the stress did not run: {ops} ops, {valid} walks");
+    eprintln!("{name}: {ops} writer ops, {valid} valid walks, {invalid} invalidated walks");
+    assert!(ops > 100 && valid > 10, "{name} did not run: {ops} ops, {valid} valid walks");
+}
+
+fn stable_order() -> Vec<usize> {
+    (0..STABLE).collect()
+}
+
+#[test]
+fn list_readers_vs_churning_writers() {
+    let ids = Ids::new();
+    let list = List::<LA>::new();
+    let stable: Vec<Arc<Node>> = (0..STABLE).map(|k| fresh(&ids, k).unwrap()).collect();
+    for n in &stable {
+        list.lock().push_back(n.clone()).unwrap();
+    }
+    race(
+        "list stress",
+        (list, stable),
+        &ids,
+        (2, 2),
+        |(list, stable), ids, rng, churn, guard| {
+            let i = rng.below(churn.nodes.len());
+            let settled = churn.settled(i);
+            let node = churn.nodes[i].clone();
+            let mut wr = list.lock();
+            if wr.contains(&node) {
+                match rng.below(5) {
+                    0 => assert!(wr.move_to_front(&node)),
+                    1 => assert!(wr.move_to_back(&node)),
+                    2 => {
+                        let j = rng.below(churn.nodes.len());
+                        if j != i && churn.settled(j) {
+                            wr.replace(&node, churn.nodes[j].clone()).unwrap().retire(guard);
+                        }
+                    }
+                    _ => wr.remove(&node).unwrap().retire(guard),
+                }
+            } else if settled {
+                let anchor = &stable[rng.below(STABLE)];
+                let res = match rng.below(4) {
+                    0 => wr.push_front(node),
+                    1 => wr.push_back(node),
+                    2 => wr.insert_after(anchor, node),
+                    _ => wr.insert_before(anchor, node),
+                };
+                assert!(res.is_ok());
+            } else {
+                drop(wr);
+                churn.maybe_renew(i, rng, ids);
+            }
+        },
+        |(list, _), ids| {
+            let guard = epoch::pin();
+            let mut it = list.iter(&guard);
+            let mut seen = Vec::new();
+            for n in it.by_ref() {
+                ids.check(n.id);
+                seen.push(n.id);
+                pause_sometimes(seen.len());
+            }
+            seen.iter().for_each(|&id| ids.check(id));
+            let valid = it.valid();
+            if valid {
+                let stable_seen: Vec<usize> =
+                    seen.iter().copied().filter(|&id| id < STABLE).collect();
+                assert_eq!(stable_seen, stable_order(), "valid walk");
+                let mut all = seen.clone();
+                all.sort_unstable();
+                all.dedup();
+                assert_eq!(all.len(), seen.len(), "valid walk saw a node twice");
+            }
+            valid
+        },
+    );
 }
 
 #[test]
 fn chain_lookups_vs_churning_writers() {
     const BUCKETS: usize = 4;
     let ids = Ids::new();
-    let buckets: Arc<Vec<HListBl<HA>>> = Arc::new((0..BUCKETS).map(|_| HListBl::new()).collect());
+    let buckets: Vec<HListBl<HA>> = (0..BUCKETS).map(|_| HListBl::new()).collect();
     // Stable entries: keys 0..STABLE, never removed.
     for k in 0..STABLE {
         buckets[k % BUCKETS].lock().push_front(fresh(&ids, k).unwrap()).unwrap();
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let writers: Vec<_> = (0..2u64)
-        .map(|w| {
-            let (buckets, ids, stop) = (buckets.clone(), ids.clone(), stop.clone());
-            thread::spawn(move || {
-                let mut rng = Rng(0x2545_f491_4f6c_dd1d ^ (w + 7));
-                let mut churn = Churn::new(&ids, 16);
-                let mut ops = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let i = rng.below(churn.nodes.len());
-                    let settled = churn.settled(i);
-                    let node = churn.nodes[i].clone();
-                    let b = &buckets[(STABLE + i) % BUCKETS];
-                    let guard = epoch::pin();
-                    let mut wr = b.lock();
-                    if wr.contains(&node) {
-                        wr.remove(&node).unwrap().retire(&guard);
-                    } else if settled {
-                        let res = match (rng.below(2), wr.front(&guard).map(|f| f.key)) {
-                            (0, Some(_)) => {
-                                // After some entry: exercises insert_after on a live chain.
-                                let anchor = b.find_arc(&guard, |_| true).unwrap();
-                                wr.insert_after(&anchor, node)
-                            }
-                            _ => wr.push_front(node),
-                        };
-                        assert!(res.is_ok());
-                    } else {
-                        drop(wr);
-                        churn.maybe_renew(i, &mut rng, &ids);
-                    }
-                    ops += 1;
+    race(
+        "chain stress",
+        buckets,
+        &ids,
+        (2, 2),
+        |buckets, ids, rng, churn, guard| {
+            let i = rng.below(churn.nodes.len());
+            let settled = churn.settled(i);
+            let node = churn.nodes[i].clone();
+            let b = &buckets[(STABLE + i) % BUCKETS];
+            let mut wr = b.lock();
+            if wr.contains(&node) {
+                wr.remove(&node).unwrap().retire(guard);
+            } else if settled {
+                let res = match wr.front(guard) {
+                    // After some entry: exercises insert_after on a live chain.
+                    Some(first) if rng.below(2) == 0 => wr.insert_after(first, node),
+                    _ => wr.push_front(node),
+                };
+                assert!(res.is_ok());
+            } else {
+                drop(wr);
+                churn.maybe_renew(i, rng, ids);
+            }
+        },
+        |buckets, ids| {
+            // One lookup of every stable key; each must be found exactly once.
+            for k in 0..STABLE {
+                let guard = epoch::pin();
+                let mut found = 0;
+                for (i, e) in buckets[k % BUCKETS].iter(&guard).enumerate() {
+                    ids.check(e.id);
+                    pause_sometimes(i + 1);
+                    found += usize::from(e.id < STABLE && e.key == k);
                 }
-                ops
-            })
-        })
-        .collect();
-    let readers: Vec<_> = (0..2)
-        .map(|r| {
-            let (buckets, ids, stop) = (buckets.clone(), ids.clone(), stop.clone());
-            thread::spawn(move || {
-                let mut lookups = 0u64;
-                let mut k = r;
-                while !stop.load(Ordering::Relaxed) {
-                    k = (k + 1) % STABLE;
-                    let guard = epoch::pin();
-                    let chain = &buckets[k % BUCKETS];
-                    let mut found = 0;
-                    for (i, e) in chain.iter(&guard).enumerate() {
-                        ids.check(e.id);
-                        pause_sometimes(i + 1);
-                        if e.id < STABLE && e.key == k {
-                            found += 1;
-                        }
-                    }
-                    assert_eq!(found, 1, "stable key {k} seen {found} times");
-                    lookups += 1;
-                }
-                lookups
-            })
-        })
-        .collect();
-    thread::sleep(duration());
-    stop.store(true, Ordering::Relaxed);
-    let ops: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
-    let lookups: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
-    eprintln!("chain stress: {ops} writer ops, {lookups} lookups");
-    assert!(ops > 100 && lookups > 100, "the stress did not run: {ops} ops, {lookups} lookups");
+                assert_eq!(found, 1, "stable key {k} seen {found} times");
+            }
+            true
+        },
+    );
 }
 
 #[test]
 fn child_list_walks_vs_sign_changes() {
     let ids = Ids::new();
-    let dir = Arc::new(ChildList::<LA>::new());
-    let stable: Vec<Arc<Node>> = (0..STABLE).map(|k| fresh(&ids, k).unwrap()).collect();
-    for n in &stable {
-        dir.lock().positive().push_back(n.clone()).unwrap();
+    let dir = ChildList::<LA>::new();
+    for k in 0..STABLE {
+        dir.lock().positive().push_back(fresh(&ids, k).unwrap()).unwrap();
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (dir, ids, stop) = (dir.clone(), ids.clone(), stop.clone());
-        thread::spawn(move || {
-            let mut rng = Rng(0xdead_beef_cafe_f00d);
-            let mut churn = Churn::new(&ids, 16);
-            let mut ops = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let i = rng.below(churn.nodes.len());
-                let settled = churn.settled(i);
-                let node = churn.nodes[i].clone();
-                let guard = epoch::pin();
-                let mut w = dir.lock();
-                if w.positive().contains(&node) {
-                    assert!(w.make_negative(&node));
-                } else if w.negative().contains(&node) {
-                    if rng.below(2) == 0 {
-                        assert!(w.make_positive(&node));
-                    } else {
-                        w.remove(&node).unwrap().retire(&guard);
-                    }
-                } else if settled {
-                    w.positive().push_front(node).unwrap();
+    race(
+        "child stress",
+        dir,
+        &ids,
+        (1, 1),
+        |dir, ids, rng, churn, guard| {
+            let i = rng.below(churn.nodes.len());
+            let settled = churn.settled(i);
+            let node = churn.nodes[i].clone();
+            let mut w = dir.lock();
+            if w.positive().contains(&node) {
+                assert!(w.make_negative(&node));
+            } else if w.negative().contains(&node) {
+                if rng.below(2) == 0 {
+                    assert!(w.make_positive(&node));
                 } else {
-                    drop(w);
-                    churn.maybe_renew(i, &mut rng, &ids);
+                    w.remove(&node).unwrap().retire(guard);
                 }
-                ops += 1;
+            } else if settled {
+                w.positive().push_front(node).unwrap();
+            } else {
+                drop(w);
+                churn.maybe_renew(i, rng, ids);
             }
-            ops
-        })
-    };
-    let reader = {
-        let (dir, ids, stop) = (dir.clone(), ids.clone(), stop.clone());
-        thread::spawn(move || {
-            let (mut valid, mut invalid) = (0u64, 0u64);
-            while !stop.load(Ordering::Relaxed) {
-                let guard = epoch::pin();
-                let mut it = dir.iter_all(&guard);
-                let mut stable_seen = Vec::new();
-                for (i, n) in it.by_ref().enumerate() {
-                    ids.check(n.id);
-                    pause_sometimes(i + 1);
-                    if n.id < STABLE {
-                        stable_seen.push(n.id);
-                    }
-                }
-                if it.valid() {
-                    valid += 1;
-                    assert_eq!(stable_seen, (0..STABLE).collect::<Vec<_>>(), "valid walk");
-                } else {
-                    invalid += 1;
-                }
-                let mut pos = dir.iter_positive(&guard);
-                let stable_pos: Vec<usize> =
-                    pos.by_ref().map(|n| n.id).filter(|&id| id < STABLE).collect();
-                if pos.valid() {
-                    assert_eq!(stable_pos, (0..STABLE).collect::<Vec<_>>(), "valid positive walk");
+        },
+        |dir, ids| {
+            let guard = epoch::pin();
+            let mut it = dir.iter_all(&guard);
+            let mut stable_seen = Vec::new();
+            for (i, n) in it.by_ref().enumerate() {
+                ids.check(n.id);
+                pause_sometimes(i + 1);
+                if n.id < STABLE {
+                    stable_seen.push(n.id);
                 }
             }
-            (valid, invalid)
-        })
-    };
-    thread::sleep(duration());
-    stop.store(true, Ordering::Relaxed);
-    let ops = writer.join().unwrap();
-    let (valid, invalid) = reader.join().unwrap();
-    eprintln!("child stress: {ops} writer ops, {valid} valid walks, {invalid} invalidated walks");
-    assert!(ops > 100 && valid > 10, "the stress did not run: {ops} ops, {valid} walks");
+            let valid = it.valid();
+            if valid {
+                assert_eq!(stable_seen, stable_order(), "valid walk of all children");
+            }
+            let mut pos = dir.iter_positive(&guard);
+            let stable_pos: Vec<usize> =
+                pos.by_ref().map(|n| n.id).filter(|&id| id < STABLE).collect();
+            if pos.valid() {
+                assert_eq!(stable_pos, stable_order(), "valid walk of the positives");
+            }
+            valid
+        },
+    );
 }
