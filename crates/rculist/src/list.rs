@@ -198,6 +198,7 @@ impl<A: Adapter<Link = Link>> RawList<A> {
     unsafe fn link_between(&self, link: *const Link, prev: *const Link, next: *const Link) {
         // SAFETY: `link` is alive (we own a strong count of its node).
         let l = unsafe { &*link };
+        debug_assert_eq!(l.owner.load(Ordering::Relaxed), self.id, "linking an unclaimed link");
         l.prev.store(prev.cast_mut(), Ordering::Relaxed);
         // Release: a reader still standing on this node from an earlier life (see the move rows
         // of the module table) that loads `next` sees `next`'s node initialised.
@@ -223,6 +224,7 @@ impl<A: Adapter<Link = Link>> RawList<A> {
     unsafe fn unlink(&self, link: *const Link) -> *const Link {
         // SAFETY: members are alive.
         let l = unsafe { &*link };
+        debug_assert_eq!(l.owner.load(Ordering::Relaxed), self.id, "unlinking a non-member");
         let prev = l.prev.load(Ordering::Relaxed);
         let next = l.next.load(Ordering::Relaxed);
         // SAFETY: `prev` is `link`'s predecessor.

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use udcache_rculist::{HLink, HListBl, Link, List, adapter, epoch};
+use udcache_rculist::{ChildList, HLink, HListBl, Link, List, adapter, epoch};
 
 /// Freed flags live outside the nodes so a reader can check them by id.
 type Freed = Arc<Vec<AtomicBool>>;
@@ -122,6 +122,29 @@ fn traverse_vs_push_remove() {
     });
 }
 
+/// Traverse vs `replace(1, 3)` on 0, 1, 2: the reader sees 0 and 2 once and exactly one of the
+/// old and the new node at that position.
+#[test]
+fn traverse_vs_replace() {
+    model(|| {
+        let (freed, ns) = nodes(4);
+        let list = Arc::new(List::<LA>::new());
+        for n in &ns[..3] {
+            list.lock().push_back(n.clone()).unwrap();
+        }
+        let writer = {
+            let (list, old, new) = (list.clone(), ns[1].clone(), ns[3].clone());
+            loom::thread::spawn(move || drop(list.lock().replace(&old, new).unwrap()))
+        };
+        let (seen, valid) = walk(&list, &freed);
+        writer.join().unwrap();
+        assert!(valid);
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert_eq!((seen[0], seen[2]), (0, 2), "{seen:?}");
+        assert!(seen[1] == 1 || seen[1] == 3, "{seen:?}");
+    });
+}
+
 /// Traverse vs one move of node `x` in the list 0, 1, 2: the counts of the module table.
 fn traverse_vs_move(x: usize, to_back: bool) {
     model(move || {
@@ -170,6 +193,41 @@ fn traverse_vs_move_to_back() {
 #[test]
 fn traverse_vs_move_to_front() {
     traverse_vs_move(2, false);
+}
+
+/// Walk of all children vs `make_negative(0)` on positives 0, 1: node 0 is seen once or twice
+/// (twice if the walk had passed it); node 1 is seen exactly once unless the reader stood on 0
+/// when it moved (it then continues into the negatives and misses 1); a valid walk sees each
+/// exactly once.
+#[test]
+fn child_walk_vs_make_negative() {
+    model(|| {
+        let (freed, ns) = nodes(2);
+        let dir = Arc::new(ChildList::<LA>::new());
+        for n in &ns {
+            dir.lock().positive().push_back(n.clone()).unwrap();
+        }
+        let writer = {
+            let (dir, moved) = (dir.clone(), ns[0].clone());
+            loom::thread::spawn(move || assert!(dir.lock().make_negative(&moved)))
+        };
+        let guard = epoch::pin();
+        let mut it = dir.iter_all(&guard);
+        let seen: Vec<usize> = it
+            .by_ref()
+            .map(|n| {
+                assert!(!freed[n.id].load(Ordering::SeqCst));
+                n.id
+            })
+            .collect();
+        let valid = it.valid();
+        writer.join().unwrap();
+        assert!((1..=2).contains(&count(&seen, 0)), "{seen:?}");
+        assert!(count(&seen, 1) <= 1, "{seen:?}");
+        if valid {
+            assert_eq!((count(&seen, 0), count(&seen, 1)), (1, 1), "valid walk saw {seen:?}");
+        }
+    });
 }
 
 /// Hash-chain lookup vs insert + remove on the same bucket: the entry on the chain throughout
