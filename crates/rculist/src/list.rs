@@ -35,7 +35,7 @@
 //! |---|---|---|
 //! | `push_front`, `push_back`, `insert_after`, `insert_before`, `splice_back` | seen at most once | unaffected |
 //! | `remove`, `pop_*`, cursor `remove_current` | seen at most once; never freed under the reader | unaffected |
-//! | `replace(old, new)` | each of `old`, `new` at most once, and never both | unaffected |
+//! | `replace(old, new)` | exactly one of `old`, `new` (one pointer store swaps them) | unaffected |
 //! | `move_to_front(x)` | 0 or 1 times (missed if the reader had not reached it) | 1 or 2 times: a reader standing on `x` walks on from the old front |
 //! | `move_to_back(x)` | 1 or 2 times (twice if the reader had passed it) | 0 or 1 times: a reader standing on `x` skips to the end |
 //! | `move_to(x, other)` | 0 or 1 times | 0 or 1 times: a reader standing on `x` continues into `other` (and may see its nodes) |
