@@ -1,0 +1,143 @@
+//! Single-threaded behaviour of `HList`, `HListBl`, `HListWriter` and `HCursorMut`.
+
+mod common;
+
+use common::{AAdapter, HAdapter, node, wait_released};
+use udcache_rculist::{HList, HListBl, List, epoch};
+
+fn values(chain: &HListBl<HAdapter>) -> Vec<u32> {
+    let guard = epoch::pin();
+    chain.iter(&guard).map(|n| n.v).collect()
+}
+
+#[test]
+fn heads_are_one_word() {
+    assert_eq!(size_of::<HList<HAdapter>>(), size_of::<usize>());
+    assert_eq!(size_of::<HListBl<HAdapter>>(), size_of::<usize>());
+}
+
+#[test]
+fn writer_ops_and_lookup() {
+    let chain = HListBl::<HAdapter>::new();
+    let (n1, n2, n3) = (node(1), node(2), node(3));
+    {
+        let mut w = chain.lock();
+        assert!(chain.is_locked());
+        w.push_front(n2.clone()).unwrap();
+        w.push_front(n1.clone()).unwrap();
+        w.insert_after(&n2, n3.clone()).unwrap();
+        w.insert_before(&n3, node(25)).unwrap();
+        w.insert_before(&n1, node(0)).unwrap();
+        let guard = epoch::pin();
+        assert_eq!(w.front(&guard).map(|n| n.v), Some(0));
+        // Readers ignore the lock bit.
+        assert_eq!(chain.iter(&guard).count(), 5);
+    }
+    assert!(!chain.is_locked());
+    assert_eq!(values(&chain), [0, 1, 2, 25, 3]);
+    let guard = epoch::pin();
+    assert_eq!(chain.find(&guard, |n| n.v == 25).map(|n| n.v), Some(25));
+    let arc = chain.find_arc(&guard, |n| n.v == 3).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&arc, &n3));
+    drop(arc);
+    assert!(chain.find(&guard, |n| n.v == 9).is_none());
+    drop(guard);
+    let mut w = chain.lock();
+    assert_eq!(w.remove(&n2).map(|n| n.v), Some(2));
+    assert_eq!(w.replace(&n3, node(30)).map(|n| n.v).ok(), Some(3));
+    assert_eq!(w.pop_front().map(|n| n.v), Some(0));
+    drop(w);
+    assert_eq!(values(&chain), [1, 25, 30]);
+    assert!(wait_released(&n2) && wait_released(&n3));
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    let chain = HListBl::<HAdapter>::new();
+    let other = HListBl::<HAdapter>::new();
+    let (n1, n2, stranger) = (node(1), node(2), node(9));
+    chain.lock().push_front(n1.clone()).unwrap();
+    other.lock().push_front(n2.clone()).unwrap();
+    let mut w = chain.lock();
+    assert!(w.push_front(n1.clone()).is_err());
+    assert!(w.push_front(n2.clone()).is_err());
+    assert!(w.insert_after(&stranger, node(3)).is_err());
+    assert!(w.insert_before(&n2, node(3)).is_err());
+    assert!(w.remove(&n2).is_none());
+    assert!(w.replace(&stranger, node(3)).is_err());
+    assert!(w.replace(&n1, n2.clone()).is_err());
+    assert!(w.contains(&n1) && !w.contains(&stranger));
+    drop(w);
+    assert_eq!(values(&chain), [1]);
+    assert_eq!(values(&other), [2]);
+}
+
+#[test]
+fn removed_entry_keeps_its_forward_pointer() {
+    let chain = HListBl::<HAdapter>::new();
+    let nodes: Vec<_> = (0..3).map(node).collect();
+    for n in nodes.iter().rev() {
+        chain.lock().push_front(n.clone()).unwrap();
+    }
+    let guard = epoch::pin();
+    let mut it = chain.iter(&guard);
+    assert_eq!(it.next().map(|n| n.v), Some(0));
+    chain.lock().remove(&nodes[1]).unwrap().retire(&guard);
+    assert_eq!(it.map(|n| n.v).collect::<Vec<_>>(), [1, 2]);
+}
+
+#[test]
+fn cursor_trims_a_chain() {
+    let chain = HListBl::<HAdapter>::new();
+    for v in (0..7).rev() {
+        chain.lock().push_front(node(v)).unwrap();
+    }
+    {
+        let guard = epoch::pin();
+        let mut w = chain.lock();
+        let mut c = w.cursor_mut(&guard);
+        // Keep two, drop the third, as the negative-entry trimming does.
+        let mut run = 0;
+        while let Some(n) = c.get() {
+            run += 1;
+            if run % 3 == 0 {
+                assert_eq!(c.remove_current().map(|x| x.v), Some(n.v));
+            } else {
+                c.move_next();
+            }
+        }
+        c.insert_before(node(100)).unwrap();
+        assert_eq!(c.get().map(|n| n.v), Some(100));
+        c.move_next();
+        c.move_next();
+        assert!(c.get().is_none() && c.remove_current().is_none());
+    }
+    assert_eq!(values(&chain), [0, 1, 3, 4, 6, 100]);
+}
+
+#[test]
+fn plain_hlist_and_a_second_list_on_the_same_node() {
+    let mut chain = HList::<HAdapter>::new();
+    let lru = List::<AAdapter>::new();
+    let n = node(4);
+    chain.get_mut().push_front(n.clone()).unwrap();
+    lru.lock().push_back(n.clone()).unwrap();
+    let guard = epoch::pin();
+    assert!(chain.find(&guard, |x| x.v == 4).is_some());
+    assert_eq!(lru.iter(&guard).count(), 1);
+    drop(guard);
+    assert!(chain.get_mut().remove(&n).is_some());
+    assert!(chain.is_empty());
+    drop(lru);
+    assert!(wait_released(&n));
+}
+
+#[test]
+fn dropping_a_chain_releases_its_references_later() {
+    let n = node(1);
+    let chain = HListBl::<HAdapter>::new();
+    chain.lock().push_front(n.clone()).unwrap();
+    drop(chain);
+    assert!(!n.h.is_linked());
+    assert!(wait_released(&n));
+}

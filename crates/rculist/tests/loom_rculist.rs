@@ -1,0 +1,280 @@
+//! Loom models of the reader contract (crate docs, "What readers may assume").
+//!
+//! Each model runs one writer against one lockless reader and asserts exactly the table in
+//! `list.rs` / `hlist.rs`: which nodes the reader must see once, which at most once, which once
+//! or twice, and that nothing it is handed has been freed while it is pinned.
+//!
+//! Run with
+//! `RUSTFLAGS="--cfg loom --cfg crossbeam_loom" cargo test --release -p udcache-rculist --test loom_rculist`.
+#![cfg(loom)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use udcache_rculist::{ChildList, HLink, HListBl, Link, List, adapter, epoch};
+
+/// Freed flags live outside the nodes so a reader can check them by id.
+type Freed = Arc<Vec<AtomicBool>>;
+
+struct Node {
+    id: usize,
+    link: Link,
+    hlink: HLink,
+    freed: Freed,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.freed[self.id].store(true, Ordering::SeqCst);
+    }
+}
+
+adapter!(LA = Node { link: Link });
+adapter!(HA = Node { hlink: HLink });
+
+fn nodes(n: usize) -> (Freed, Vec<Arc<Node>>) {
+    let freed: Freed = Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
+    let v = (0..n)
+        .map(|id| {
+            Arc::new(Node { id, link: Link::new(), hlink: HLink::new(), freed: freed.clone() })
+        })
+        .collect();
+    (freed, v)
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(f);
+}
+
+/// Walks `list`, checking each node is not freed, and returns the ids in the order seen and
+/// whether the walk was valid.
+fn walk(list: &List<LA>, freed: &Freed) -> (Vec<usize>, bool) {
+    let guard = epoch::pin();
+    let mut it = list.iter(&guard);
+    let seen: Vec<usize> = it
+        .by_ref()
+        .map(|n| {
+            assert!(!freed[n.id].load(Ordering::SeqCst), "node {} freed under a reader", n.id);
+            n.id
+        })
+        .collect();
+    let valid = it.valid();
+    // Still pinned: nothing seen may have been freed since.
+    for &id in &seen {
+        assert!(!freed[id].load(Ordering::SeqCst), "node {id} freed under a pinned reader");
+    }
+    (seen, valid)
+}
+
+fn count(seen: &[usize], id: usize) -> usize {
+    seen.iter().filter(|&&x| x == id).count()
+}
+
+/// Traverse vs push_back + remove: nodes 0 and 2 (on the list throughout) are seen exactly once
+/// and in order; 1 (removed) and 3 (pushed) at most once; nothing is freed under the reader.
+#[test]
+fn traverse_vs_push_remove() {
+    model(|| {
+        let (freed, mut ns) = nodes(4);
+        let list = Arc::new(List::<LA>::new());
+        {
+            let mut w = list.lock();
+            for n in &ns[..3] {
+                w.push_back(n.clone()).unwrap();
+            }
+        }
+        let n3 = ns.pop().unwrap();
+        let n1 = ns.remove(1);
+        let writer = {
+            let list = list.clone();
+            loom::thread::spawn(move || {
+                let guard = epoch::pin();
+                let gone = {
+                    let mut w = list.lock();
+                    w.push_back(n3).unwrap();
+                    w.remove(&n1).unwrap()
+                };
+                // The list's deferred reference is now node 1's last one.
+                drop(n1);
+                gone.retire(&guard);
+                drop(guard);
+                epoch::pin().flush();
+            })
+        };
+        let (seen, valid) = walk(&list, &freed);
+        writer.join().unwrap();
+        assert!(valid, "no move ran");
+        assert_eq!(count(&seen, 0), 1, "{seen:?}");
+        assert_eq!(count(&seen, 2), 1, "{seen:?}");
+        assert!(count(&seen, 1) <= 1 && count(&seen, 3) <= 1, "{seen:?}");
+        let order: Vec<usize> = seen.iter().copied().filter(|&x| x != 1 && x != 3).collect();
+        assert_eq!(order, [0, 2]);
+        // Nodes are seen in list order: 1 only between 0 and 2, 3 only last.
+        let pos = |id| seen.iter().position(|&x| x == id);
+        if let Some(p) = pos(1) {
+            assert!(pos(0) < Some(p) && Some(p) < pos(2), "{seen:?}");
+        }
+        if let Some(p) = pos(3) {
+            assert_eq!(p, seen.len() - 1, "{seen:?}");
+        }
+    });
+}
+
+/// Traverse vs `replace(1, 3)` on 0, 1, 2: the reader sees 0 and 2 once and exactly one of the
+/// old and the new node at that position.
+#[test]
+fn traverse_vs_replace() {
+    model(|| {
+        let (freed, ns) = nodes(4);
+        let list = Arc::new(List::<LA>::new());
+        for n in &ns[..3] {
+            list.lock().push_back(n.clone()).unwrap();
+        }
+        let writer = {
+            let (list, old, new) = (list.clone(), ns[1].clone(), ns[3].clone());
+            loom::thread::spawn(move || drop(list.lock().replace(&old, new).unwrap()))
+        };
+        let (seen, valid) = walk(&list, &freed);
+        writer.join().unwrap();
+        assert!(valid);
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert_eq!((seen[0], seen[2]), (0, 2), "{seen:?}");
+        assert!(seen[1] == 1 || seen[1] == 3, "{seen:?}");
+    });
+}
+
+/// Traverse vs one move of node `x` in the list 0, 1, 2: the counts of the module table.
+fn traverse_vs_move(x: usize, to_back: bool) {
+    model(move || {
+        let (freed, ns) = nodes(3);
+        let list = Arc::new(List::<LA>::new());
+        for n in &ns {
+            list.lock().push_back(n.clone()).unwrap();
+        }
+        let writer = {
+            let list = list.clone();
+            let moved = ns[x].clone();
+            loom::thread::spawn(move || {
+                let mut w = list.lock();
+                assert!(if to_back { w.move_to_back(&moved) } else { w.move_to_front(&moved) });
+            })
+        };
+        let (seen, valid) = walk(&list, &freed);
+        writer.join().unwrap();
+        if valid {
+            // No move overlapped: exactly once each, in the order before or after the move.
+            let mut sorted = seen.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, [0, 1, 2], "valid walk saw {seen:?}");
+        }
+        for id in 0..3 {
+            let c = count(&seen, id);
+            let allowed = match (id == x, to_back) {
+                (true, true) => 1..=2,   // moved to the back: once, or twice if passed
+                (true, false) => 0..=1,  // moved to the front: missed if not yet reached
+                (false, true) => 0..=1,  // a reader on x skips to the end
+                (false, false) => 1..=2, // a reader on x walks on from the old front
+            };
+            assert!(allowed.contains(&c), "node {id} seen {c} times: {seen:?}");
+        }
+        if !to_back {
+            assert!(seen.len() <= 5, "{seen:?}");
+        }
+    });
+}
+
+#[test]
+fn traverse_vs_move_to_back() {
+    traverse_vs_move(0, true);
+}
+
+#[test]
+fn traverse_vs_move_to_front() {
+    traverse_vs_move(2, false);
+}
+
+/// Walk of all children vs `make_negative(0)` on positives 0, 1: node 0 is seen once or twice
+/// (twice if the walk had passed it); node 1 is seen exactly once unless the reader stood on 0
+/// when it moved (it then continues into the negatives and misses 1); a valid walk sees each
+/// exactly once.
+#[test]
+fn child_walk_vs_make_negative() {
+    model(|| {
+        let (freed, ns) = nodes(2);
+        let dir = Arc::new(ChildList::<LA>::new());
+        for n in &ns {
+            dir.lock().positive().push_back(n.clone()).unwrap();
+        }
+        let writer = {
+            let (dir, moved) = (dir.clone(), ns[0].clone());
+            loom::thread::spawn(move || assert!(dir.lock().make_negative(&moved)))
+        };
+        let guard = epoch::pin();
+        let mut it = dir.iter_all(&guard);
+        let seen: Vec<usize> = it
+            .by_ref()
+            .map(|n| {
+                assert!(!freed[n.id].load(Ordering::SeqCst));
+                n.id
+            })
+            .collect();
+        let valid = it.valid();
+        writer.join().unwrap();
+        assert!((1..=2).contains(&count(&seen, 0)), "{seen:?}");
+        assert!(count(&seen, 1) <= 1, "{seen:?}");
+        if valid {
+            assert_eq!((count(&seen, 0), count(&seen, 1)), (1, 1), "valid walk saw {seen:?}");
+        }
+    });
+}
+
+/// Hash-chain lookup vs insert + remove on the same bucket: the entry on the chain throughout
+/// is found exactly once; the inserted and the removed one at most once; nothing is freed under
+/// the reader.
+#[test]
+fn chain_lookup_vs_insert_remove() {
+    model(|| {
+        let (freed, mut ns) = nodes(3);
+        let bucket = Arc::new(HListBl::<HA>::new());
+        {
+            let mut w = bucket.lock();
+            w.push_front(ns[1].clone()).unwrap();
+            w.push_front(ns[0].clone()).unwrap();
+        }
+        let n2 = ns.pop().unwrap();
+        let n0 = ns.remove(0);
+        let writer = {
+            let bucket = bucket.clone();
+            loom::thread::spawn(move || {
+                let guard = epoch::pin();
+                let gone = {
+                    let mut w = bucket.lock();
+                    w.push_front(n2).unwrap();
+                    w.remove(&n0).unwrap()
+                };
+                drop(n0);
+                gone.retire(&guard);
+                drop(guard);
+                epoch::pin().flush();
+            })
+        };
+        let guard = epoch::pin();
+        let seen: Vec<usize> = bucket
+            .iter(&guard)
+            .map(|n| {
+                assert!(!freed[n.id].load(Ordering::SeqCst), "entry {} freed under a reader", n.id);
+                n.id
+            })
+            .collect();
+        assert_eq!(count(&seen, 1), 1, "{seen:?}");
+        assert!(count(&seen, 0) <= 1 && count(&seen, 2) <= 1, "{seen:?}");
+        for &id in &seen {
+            assert!(!freed[id].load(Ordering::SeqCst));
+        }
+        drop(guard);
+        writer.join().unwrap();
+        assert!(!bucket.is_locked());
+    });
+}
