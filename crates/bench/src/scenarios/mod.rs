@@ -6,6 +6,7 @@
 use crate::Options;
 use crate::report::Report;
 
+mod readdir_modified;
 mod selftest;
 
 /// A runnable benchmark scenario.
@@ -19,11 +20,18 @@ pub struct Scenario {
 }
 
 /// Every scenario, in the order `list` prints them.
-pub const ALL: &[Scenario] = &[Scenario {
-    name: "selftest",
-    about: "exercises the harness contract: two interleaved variants and a ratio",
-    run: selftest::run,
-}];
+pub const ALL: &[Scenario] = &[
+    Scenario {
+        name: "selftest",
+        about: "exercises the harness contract: two interleaved variants and a ratio",
+        run: selftest::run,
+    },
+    Scenario {
+        name: "readdir-modified",
+        about: "list a large directory while it changes: restart vs cursor vs cookie index",
+        run: readdir_modified::run,
+    },
+];
 
 /// The scenario called `name`.
 pub fn find(name: &str) -> Option<&'static Scenario> {
