@@ -93,7 +93,7 @@
 //! ## Modules
 //!
 //! `listing.rs` holds the index and its rules, `dir.rs` the per-directory lock and fills,
-//! `budget.rs` the shared LRU, `cursor.rs` a pass with loop detection; [`reference`] has the
+//! `budget.rs` the shared LRU, `cursor.rs` a pass with loop detection; [`reference`](mod@reference) has the
 //! model backends and the guarantee checker used by tests, benchmarks and fuzzing.
 
 mod backend;
