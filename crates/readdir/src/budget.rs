@@ -14,8 +14,10 @@
 //!   and its directory drops it on the victim's second step.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, Weak};
+use std::sync::Weak;
+
+use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{Mutex, MutexGuard};
 
 use crate::listing::PageId;
 

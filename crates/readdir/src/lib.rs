@@ -104,6 +104,7 @@ mod entry;
 mod error;
 mod listing;
 pub mod reference;
+mod sync;
 
 pub use backend::{Backend, Fill, FillError};
 pub use budget::Stats;

@@ -247,6 +247,10 @@ impl Verdict {
 
 impl PassCheck {
     /// A pass over a universe of `universe` ids, `present` at its start.
+    ///
+    /// # Panics
+    ///
+    /// If an id in `present` is not below `universe` (a test-harness bug, not an input).
     pub fn new(universe: u64, present: impl IntoIterator<Item = u64>) -> Self {
         let n = usize::try_from(universe).expect("universe fits memory");
         let mut at_start = vec![false; n];
