@@ -7,6 +7,7 @@ use crate::Options;
 use crate::report::Report;
 
 mod gp_batch;
+mod readdir_modified;
 mod selftest;
 
 /// A runnable benchmark scenario.
@@ -30,6 +31,11 @@ pub const ALL: &[Scenario] = &[
         name: "gp-batch",
         about: "003's alloc/free batch loop: immediate reuse vs cond_synchronize vs GpPool",
         run: gp_batch::run,
+    },
+    Scenario {
+        name: "readdir-modified",
+        about: "list a large directory while it changes: restart vs cursor vs cookie index",
+        run: readdir_modified::run,
     },
 ];
 

@@ -1,0 +1,187 @@
+//! Each trouble case of the crate docs: loops, unknown cookies, cookies the new listing lost,
+//! eviction under a reader, backend failures and panics.
+
+use std::num::NonZeroUsize;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use udcache_readdir::reference::{CookieStyle, MemDir};
+use udcache_readdir::{Backend, Entry, Error, Fill, FillError, ReaddirCache, Verifier};
+
+fn cache(budget: usize, page: usize) -> ReaddirCache {
+    ReaddirCache::new(NonZeroUsize::new(budget).unwrap(), NonZeroUsize::new(page).unwrap())
+}
+
+/// Cookies 1, 2 | 3, 4 | then back to 1, 2: a loop across calls.
+struct Cycle;
+impl Backend for Cycle {
+    fn fill(&self, cookie: u64, _max: usize) -> Result<Fill, FillError> {
+        let cookies = match cookie {
+            0 => [1, 2],
+            2 => [3, 4],
+            4 => [1, 2],
+            _ => return Err(FillError::UnknownCookie),
+        };
+        let entries = cookies.iter().map(|&c| Entry::new(format!("e{c}"), c, 8, c)).collect();
+        Ok(Fill { entries, eof: false, verifier: Verifier(1) })
+    }
+}
+
+#[test]
+fn a_loop_across_calls_stops_a_pass_with_eloop() {
+    let dir = cache(16, 2).dir(Cycle);
+    let mut c = dir.cursor();
+    let mut result = Ok(Vec::new());
+    for _ in 0..100 {
+        result = c.read(2);
+        if result.is_err() {
+            break;
+        }
+    }
+    let err = result.unwrap_err();
+    assert!(matches!(err, Error::Loop { .. }));
+    assert_eq!(err.errno(), libc::ELOOP);
+    assert_eq!(c.read(2), Err(err), "sticky until seek");
+    c.seek(0);
+    assert_eq!(c.read(2).unwrap().len(), 2);
+}
+
+/// Returns the requested cookie as an entry's cookie: a loop inside one fill.
+struct SelfLoop;
+impl Backend for SelfLoop {
+    fn fill(&self, cookie: u64, _max: usize) -> Result<Fill, FillError> {
+        Ok(Fill {
+            entries: vec![Entry::new("x", 1, 8, cookie.max(1))],
+            eof: false,
+            verifier: Verifier(1),
+        })
+    }
+}
+
+#[test]
+fn a_loop_inside_a_fill_is_rejected_and_not_kept() {
+    let dir = cache(16, 4).dir(SelfLoop);
+    let first = dir.read(0, 4).unwrap();
+    assert_eq!(first.entries[0].cookie, 1);
+    let before = dir.cached_pages();
+    assert_eq!(dir.read(1, 4), Err(Error::Loop { cookie: 1 }));
+    assert_eq!(dir.cached_pages(), before, "a failed read changes nothing");
+}
+
+#[test]
+fn an_unknown_cookie_is_einval_and_changes_nothing() {
+    let c = cache(16, 4);
+    let dir = c.dir(MemDir::with_entries(CookieStyle::Ordered, 100, 0..10));
+    dir.read(0, 4).unwrap();
+    let pages = dir.cached_pages();
+    let err = dir.read(5000, 4).unwrap_err();
+    assert_eq!(err, Error::BadCookie { cookie: 5000 });
+    assert_eq!(err.errno(), libc::EINVAL);
+    assert_eq!(dir.cached_pages(), pages);
+    assert_eq!(c.stats().pages, pages);
+}
+
+#[test]
+fn a_cookie_the_new_listing_lost_is_read_at_that_cookie() {
+    let c = cache(64, 8);
+    let dir = c.dir(MemDir::with_entries(CookieStyle::Hashed, 100, 0..12));
+    // Reader A stops after n5.
+    let a = dir.read(0, 6).unwrap();
+    let at = a.entries[5].cookie;
+    // n5 goes; reader B lists the whole new directory: `at` is not in its listing.
+    dir.set_verifier(dir.backend().remove(5).unwrap());
+    let mut b = dir.cursor();
+    while !b.read(4).unwrap().is_empty() {}
+    assert!(dir.is_complete());
+    // A resumes at its own cookie: the backend is asked there, and A gets exactly n6..n11.
+    let calls = c.stats().backend_calls;
+    let rest = dir.read(at, 100).unwrap();
+    let names: Vec<_> =
+        rest.entries.iter().map(|e| String::from_utf8(e.name.to_vec()).unwrap()).collect();
+    assert_eq!(names, ["n6", "n7", "n8", "n9", "n10", "n11"]);
+    assert!(rest.eof);
+    assert_eq!(c.stats().backend_calls, calls + 1);
+}
+
+#[test]
+fn a_page_evicted_under_a_reader_is_refilled_from_its_cookie() {
+    let c = cache(1, 8);
+    let a = c.dir(MemDir::with_entries(CookieStyle::Ordered, 100, 0..8));
+    let b = c.dir(MemDir::with_entries(CookieStyle::Ordered, 100, 0..8));
+    let first = a.read(0, 3).unwrap();
+    b.read(0, 3).unwrap(); // budget of one page: evicts a's page
+    assert_eq!((a.cached_pages(), c.stats().evictions), (0, 1));
+    let rest = a.read(first.entries[2].cookie, 8).unwrap();
+    assert_eq!(
+        rest.entries.iter().map(|e| e.ino).collect::<Vec<_>>(),
+        (1003..1008).collect::<Vec<_>>()
+    );
+    assert!(rest.eof);
+    assert_eq!(a.backend().calls(), 2);
+}
+
+#[test]
+fn a_change_mid_listing_refills_from_the_readers_cookie_not_from_zero() {
+    let c = cache(64, 4);
+    let dir = c.dir(MemDir::with_entries(CookieStyle::Ordered, 1000, 0..40));
+    let mut cur = dir.cursor();
+    let mut seen = cur.read(4).unwrap().len() + cur.read(4).unwrap().len();
+    dir.set_verifier(dir.backend().insert(500).unwrap());
+    let calls = dir.backend().calls();
+    loop {
+        let b = cur.read(4).unwrap();
+        if b.is_empty() {
+            break;
+        }
+        seen += b.len();
+    }
+    assert_eq!(seen, 41);
+    // 33 entries after the reader's cookie, 4 per fill: 9 fills, none for what it already read.
+    assert_eq!(dir.backend().calls() - calls, 9);
+    // Only the page whose end the reader sat at was touched (and dropped); the first stays.
+    assert_eq!(c.stats().stale_dropped, 1);
+    assert_eq!(dir.cached_pages(), 1 + 9);
+}
+
+/// Fails with EIO, or panics, while the flag says so.
+struct Flaky {
+    inner: MemDir,
+    panic: AtomicBool,
+}
+impl Backend for Flaky {
+    fn fill(&self, cookie: u64, max: usize) -> Result<Fill, FillError> {
+        // Relaxed: the flag is set and read by the one test thread.
+        if self.panic.load(Ordering::Relaxed) {
+            panic!("backend bug");
+        }
+        if cookie == 3 {
+            return Err(FillError::Io(libc::EIO));
+        }
+        self.inner.fill(cookie, max)
+    }
+}
+
+#[test]
+fn backend_errors_and_panics_leave_the_cache_usable() {
+    let c = cache(16, 2);
+    let flaky = Flaky {
+        inner: MemDir::with_entries(CookieStyle::Ordered, 10, 0..6),
+        panic: AtomicBool::new(true),
+    };
+    let dir = c.dir(flaky);
+    assert!(catch_unwind(AssertUnwindSafe(|| dir.read(0, 2))).is_err());
+    // Relaxed: see `Flaky`.
+    dir.backend().panic.store(false, Ordering::Relaxed);
+    // The panicked fill's cookie is no longer in flight: this read fills instead of waiting.
+    assert_eq!(dir.read(0, 2).unwrap().entries.len(), 2);
+    let err = dir.read(3, 2).unwrap_err();
+    assert_eq!((err, err.errno()), (Error::Backend(libc::EIO), libc::EIO));
+    assert_eq!(dir.cached_pages(), 1);
+}
+
+#[test]
+fn zero_max_is_invalid() {
+    let dir = cache(1, 1).dir(MemDir::new(CookieStyle::Ordered, 1));
+    assert_eq!(dir.read(0, 0).unwrap_err().errno(), libc::EINVAL);
+    assert_eq!(dir.backend().calls(), 0);
+}
