@@ -6,6 +6,7 @@
 use crate::Options;
 use crate::report::Report;
 
+mod gp_batch;
 mod selftest;
 
 /// A runnable benchmark scenario.
@@ -19,11 +20,18 @@ pub struct Scenario {
 }
 
 /// Every scenario, in the order `list` prints them.
-pub const ALL: &[Scenario] = &[Scenario {
-    name: "selftest",
-    about: "exercises the harness contract: two interleaved variants and a ratio",
-    run: selftest::run,
-}];
+pub const ALL: &[Scenario] = &[
+    Scenario {
+        name: "selftest",
+        about: "exercises the harness contract: two interleaved variants and a ratio",
+        run: selftest::run,
+    },
+    Scenario {
+        name: "gp-batch",
+        about: "003's alloc/free batch loop: immediate reuse vs cond_synchronize vs GpPool",
+        run: gp_batch::run,
+    },
+];
 
 /// The scenario called `name`.
 pub fn find(name: &str) -> Option<&'static Scenario> {

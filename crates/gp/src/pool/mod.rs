@@ -1,0 +1,575 @@
+//! `GpPool<T>`: an object pool that reuses an object only after its grace period.
+//!
+//! # The rules
+//!
+//! - **Ownership.** Every object is owned by exactly one of: a [`PoolBox`] (the safe handle), a
+//!   raw-pointer holder (after [`PoolBox::into_raw`]; readers may be reading it), or a shard of
+//!   the pool (parked). Readers never own objects; they only read them while pinned.
+//! - **Free** (`PoolBox::free`, drop, or [`GpPool::free_raw`]): the caller has already
+//!   unpublished the object. Under its thread's shard lock the pool takes a cookie
+//!   ([`get_state`](crate::get_state): a SeqCst fence and a load) and parks the object in the
+//!   batch for that cookie. Every `request_every`th free of a shard also asks for a grace period
+//!   to start (after the lock is dropped), so one grace period serves many frees.
+//! - **Alloc**: the oldest parked object of the thread's shard if its cookie has completed
+//!   (a load and a compare); else a completed batch stolen from another shard (`try_lock` only);
+//!   else a fresh object. Only when `max_objects` is reached and nothing is reusable does it
+//!   wait: on the oldest parked cookie, counted and timed as a stall.
+//! - **Locks.** One mutex per shard; a thread takes its own shard's lock and, while holding it,
+//!   at most `try_lock`s others: no lock order to violate, no deadlock. Shards belong to the
+//!   pool, not to threads, so a thread that exits strands nothing: its shard is used by other
+//!   threads (shards are assigned round-robin) and stolen from.
+//! - **What a reader may observe.** A reader pinned before an object's free sees the object's
+//!   old contents until it unpins: the object is not re-initialised, nor its memory freed,
+//!   before the cookie stamped at the free completes (see [`crate::cookie`] for the ordering
+//!   argument). The pool re-initialises recycled objects with the caller's hook, never drops and
+//!   re-creates them, so memory under a late reader always holds a valid `T`.
+
+mod shard;
+mod slot;
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::time::{Duration, Instant};
+
+use crate::cookie::{GpCookie, completed, cond_synchronize, get_state, poll, request};
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use crate::sync::{Mutex, lock, try_lock};
+use shard::Shard;
+use slot::Slot;
+
+/// When a parked object may be handed out again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// Only once its grace period has completed; otherwise allocate fresh. The default.
+    AfterGracePeriod,
+    /// The most recently freed object, waiting for its grace period if it has not completed
+    /// (Linux's 2022 "require an rcu grace period before inode recycle": a stall per batch).
+    WaitForGracePeriod,
+    /// At once, grace period or not: a plain free list. Unsound with lockless readers; exists
+    /// as the baseline for benchmarks and as the negative control for tests.
+    Immediately,
+}
+
+/// How a [`GpPool`] behaves; built with the `with_*` methods from [`PoolConfig::default`].
+///
+/// ```
+/// let config = udcache_gp::PoolConfig::default().with_max_objects(Some(1024)).with_shards(4);
+/// assert_eq!(config.max_objects(), Some(1024));
+/// ```
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    max_objects: Option<usize>,
+    request_every: u32,
+    shards: usize,
+    reuse: Reuse,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            max_objects: None,
+            request_every: 64,
+            shards: 0,
+            reuse: Reuse::AfterGracePeriod,
+        }
+    }
+}
+
+impl PoolConfig {
+    /// Hard cap on live plus parked objects; `None` (the default) for no cap. At the cap,
+    /// `alloc` waits for the oldest parked object's grace period: a stall.
+    pub fn with_max_objects(mut self, max: Option<usize>) -> Self {
+        self.max_objects = max;
+        self
+    }
+
+    /// Frees per shard between requests to start a grace period (at least 1; default 64).
+    /// Starting one costs a pin and a flush of crossbeam's bag (0.3–2 µs), so it is shared by
+    /// this many frees.
+    pub fn with_request_every(mut self, frees: u32) -> Self {
+        self.request_every = frees.max(1);
+        self
+    }
+
+    /// Number of shards, rounded up to a power of two; 0 (the default) picks twice the
+    /// available parallelism.
+    pub fn with_shards(mut self, shards: usize) -> Self {
+        self.shards = shards;
+        self
+    }
+
+    /// 003's policy: reuse the newest freed object, blocking until its grace period completes.
+    pub fn wait_for_grace_period(mut self) -> Self {
+        self.reuse = Reuse::WaitForGracePeriod;
+        self
+    }
+
+    /// Reuse freed objects at once, without waiting for any grace period.
+    ///
+    /// # Safety
+    ///
+    /// No lockless reader may ever dereference an object of this pool after it was freed:
+    /// there is no grace period protecting them.
+    pub unsafe fn reuse_immediately(mut self) -> Self {
+        self.reuse = Reuse::Immediately;
+        self
+    }
+
+    /// The cap on objects, if any.
+    pub fn max_objects(&self) -> Option<usize> {
+        self.max_objects
+    }
+
+    /// Frees per shard between grace-period requests.
+    pub fn request_every(&self) -> u32 {
+        self.request_every
+    }
+
+    /// The reuse policy.
+    pub fn reuse(&self) -> Reuse {
+        self.reuse
+    }
+}
+
+/// Pool counters (a snapshot; each figure is exact, taken shard by shard).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Objects made fresh by the `make` hook.
+    pub fresh: u64,
+    /// Objects handed out again after being parked.
+    pub recycled: u64,
+    /// Objects parked now.
+    pub parked: usize,
+    /// Live plus parked objects now.
+    pub objects: usize,
+    /// The most live plus parked objects there ever were.
+    pub peak_objects: usize,
+    /// Times `alloc` had to wait for a grace period.
+    pub stalls: u64,
+    /// Total time spent in those waits.
+    pub stall_time: Duration,
+}
+
+#[repr(align(128))]
+struct Padded<T>(T);
+
+type Hook<T> = Box<dyn Fn(&mut T) + Send + Sync>;
+
+/// A pool that hands out a freed object again only after every reader that could have seen it
+/// has unpinned — without stalling: it allocates fresh objects while grace periods run, so it
+/// sizes itself to free rate × grace-period latency.
+///
+/// ```
+/// use udcache_gp::GpPool;
+///
+/// // Objects carry a generation that the re-init hook bumps on every reuse.
+/// let pool = GpPool::new(|| (0u64, [0u8; 248]), |obj: &mut (u64, [u8; 248])| obj.0 += 1);
+/// let a = pool.alloc();
+/// assert_eq!(a.0, 0);
+/// a.free(); // parked until its grace period completes
+/// let b = pool.alloc(); // fresh, or `a` re-initialised if its grace period already passed
+/// assert!(b.0 <= 1);
+/// assert_eq!(pool.stats().stalls, 0);
+/// ```
+pub struct GpPool<T: Send + 'static> {
+    shards: Box<[Padded<Mutex<Shard<T>>>]>,
+    make: Box<dyn Fn() -> T + Send + Sync>,
+    reinit: Hook<T>,
+    config: PoolConfig,
+    objects: AtomicUsize,
+    peak: AtomicUsize,
+    fresh: AtomicU64,
+    stalls: AtomicU64,
+    stall_ns: AtomicU64,
+    id: usize,
+}
+
+// SAFETY: shards hold parked `T`s behind mutexes and hooks are Send + Sync; sharing the pool
+// lets other threads take and park `T`s, which needs `T: Send` (required by the struct).
+unsafe impl<T: Send + 'static> Sync for GpPool<T> {}
+// SAFETY: as above; the pool owns its parked `T`s.
+unsafe impl<T: Send + 'static> Send for GpPool<T> {}
+
+impl<T: Send + 'static> GpPool<T> {
+    /// A pool with the default [`PoolConfig`]: `make` builds fresh objects, `reinit` prepares a
+    /// recycled one (like a filesystem's inode re-init) before it is handed out again.
+    pub fn new(
+        make: impl Fn() -> T + Send + Sync + 'static,
+        reinit: impl Fn(&mut T) + Send + Sync + 'static,
+    ) -> Self {
+        Self::with_config(PoolConfig::default(), make, reinit)
+    }
+
+    /// A pool with an explicit configuration.
+    pub fn with_config(
+        config: PoolConfig,
+        make: impl Fn() -> T + Send + Sync + 'static,
+        reinit: impl Fn(&mut T) + Send + Sync + 'static,
+    ) -> Self {
+        let n = match config.shards {
+            0 => default_shards(),
+            n => n.next_power_of_two(),
+        };
+        GpPool {
+            shards: (0..n).map(|_| Padded(Mutex::new(Shard::new()))).collect(),
+            make: Box::new(make),
+            reinit: Box::new(reinit),
+            config,
+            objects: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            fresh: AtomicU64::new(0),
+            stalls: AtomicU64::new(0),
+            stall_ns: AtomicU64::new(0),
+            id: next_pool_id(),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &PoolConfig {
+        &self.config
+    }
+
+    /// An object: the oldest parked one whose grace period has completed, re-initialised, or
+    /// else a fresh one. Blocks only at `max_objects` with nothing reusable.
+    ///
+    /// # Panics
+    ///
+    /// If it must wait for a grace period (the cap is reached) while this thread is pinned.
+    pub fn alloc(&self) -> PoolBox<'_, T> {
+        let home = self.home();
+        loop {
+            if let Some(slot) = self.take_parked(home) {
+                // SAFETY: the slot was parked and its reuse policy allows handing it out: we
+                // own it exclusively now (no reader of the policy's guarantee remains).
+                unsafe {
+                    Slot::check_transition(slot, self.id, false);
+                    (self.reinit)(&mut (*slot.as_ptr()).value);
+                }
+                return PoolBox { slot, pool: self };
+            }
+            if let Some(slot) = self.fresh() {
+                return PoolBox { slot, pool: self };
+            }
+            self.stall();
+        }
+    }
+
+    /// Turns a pointer from [`PoolBox::into_raw`] back into its box.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from `into_raw` on a box of this pool and is not used as a box elsewhere (it is
+    /// converted back at most once). Debug builds panic on a pointer of another pool.
+    pub unsafe fn from_raw(&self, ptr: NonNull<T>) -> PoolBox<'_, T> {
+        let slot = Slot::from_value(ptr);
+        #[cfg(debug_assertions)]
+        {
+            // SAFETY: the caller guarantees a live slot; this only checks its owner.
+            unsafe { Slot::check_transition(slot, self.id, true) };
+            // SAFETY: as above; restores the live state.
+            unsafe { Slot::check_transition(slot, self.id, false) };
+        }
+        PoolBox { slot, pool: self }
+    }
+
+    /// Frees an object given up with [`PoolBox::into_raw`] (for example one published to
+    /// lockless readers). It is parked until its grace period completes.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from `into_raw` on a box of this pool, is freed once, and the caller has
+    /// unpublished it: new readers can no longer find it. Debug builds catch a double free or a
+    /// free into the wrong pool with a panic.
+    pub unsafe fn free_raw(&self, ptr: NonNull<T>) {
+        self.park(Slot::from_value(ptr));
+    }
+
+    /// Releases the memory of parked objects whose grace period has completed; returns how
+    /// many. Use it after a burst, when the pool holds more than it needs.
+    pub fn trim(&self) -> usize {
+        let mut released = 0;
+        for shard in self.shards.iter() {
+            let batches: Vec<_> = {
+                let mut sh = lock(&shard.0);
+                std::iter::from_fn(|| sh.take_oldest_batch_if(completed)).collect()
+            };
+            for slot in batches.into_iter().flat_map(shard::Batch::drain) {
+                // SAFETY: the batch's grace period completed: no reader can see the slot.
+                unsafe { Slot::free(slot) };
+                released += 1;
+            }
+        }
+        self.objects.fetch_sub(released, Relaxed);
+        released
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> PoolStats {
+        let (mut parked, mut recycled) = (0, 0);
+        for shard in self.shards.iter() {
+            let sh = lock(&shard.0);
+            parked += sh.parked();
+            recycled += sh.recycled;
+        }
+        PoolStats {
+            fresh: self.fresh.load(Relaxed),
+            recycled,
+            parked,
+            objects: self.objects.load(Relaxed),
+            peak_objects: self.peak.load(Relaxed),
+            stalls: self.stalls.load(Relaxed),
+            stall_time: Duration::from_nanos(self.stall_ns.load(Relaxed)),
+        }
+    }
+
+    fn home(&self) -> usize {
+        home_hint() & (self.shards.len() - 1)
+    }
+
+    /// Takes a parked object the policy allows handing out, waiting if the policy says so.
+    fn take_parked(&self, home: usize) -> Option<NonNull<Slot<T>>> {
+        let shard = &self.shards[home].0;
+        match self.config.reuse {
+            Reuse::AfterGracePeriod => {
+                let mut sh = lock(shard);
+                if let Some(slot) = sh.take_oldest_if(completed) {
+                    sh.recycled += 1;
+                    return Some(slot);
+                }
+                let oldest = sh.oldest_cookie();
+                drop(sh);
+                // A failed poll drives the grace-period machinery now and then (outside the
+                // lock: a drive flushes crossbeam's bag).
+                if oldest.is_some_and(|c| poll(&c)) {
+                    let mut sh = lock(shard);
+                    if let Some(slot) = sh.take_oldest_if(completed) {
+                        sh.recycled += 1;
+                        return Some(slot);
+                    }
+                }
+                self.steal(home)
+            }
+            Reuse::WaitForGracePeriod | Reuse::Immediately => {
+                let (slot, cookie) = {
+                    let mut sh = lock(shard);
+                    let taken = sh.take_newest()?;
+                    sh.recycled += 1;
+                    taken
+                };
+                if !completed(&cookie) {
+                    self.timed_stall(|| cond_synchronize(cookie));
+                }
+                Some(slot)
+            }
+        }
+    }
+
+    /// Moves another shard's oldest batch to `home` if its grace period has completed.
+    fn steal(&self, home: usize) -> Option<NonNull<Slot<T>>> {
+        let n = self.shards.len();
+        for i in 1..n {
+            let victim = &self.shards[(home + i) & (n - 1)].0;
+            let Some(batch) = try_lock(victim).and_then(|mut v| v.take_oldest_batch_if(completed))
+            else {
+                continue;
+            };
+            let mut sh = lock(&self.shards[home].0);
+            // The stolen cookie has completed and home's front (if any) has not, so putting it
+            // in front keeps cookies in order.
+            sh.push_oldest_batch(batch);
+            let slot = sh.take_oldest_if(|_| true);
+            sh.recycled += 1;
+            return slot;
+        }
+        None
+    }
+
+    /// A fresh object, unless the cap is reached.
+    fn fresh(&self) -> Option<NonNull<Slot<T>>> {
+        let before = match self.config.max_objects {
+            // Relaxed: the count is a budget, not a publication; the object itself is handed to
+            // this thread only.
+            Some(max) => {
+                self.objects.fetch_update(Relaxed, Relaxed, |n| (n < max).then_some(n + 1))
+            }
+            None => Ok(self.objects.fetch_add(1, Relaxed)),
+        }
+        .ok()?;
+        self.peak.fetch_max(before + 1, Relaxed);
+        self.fresh.fetch_add(1, Relaxed);
+        Some(Slot::boxed((self.make)(), self.id))
+    }
+
+    /// At the cap with nothing reusable: wait for the oldest parked cookie, or for a free.
+    #[cold]
+    fn stall(&self) {
+        let oldest = self.shards.iter().filter_map(|s| lock(&s.0).oldest_cookie()).min();
+        self.timed_stall(|| match oldest {
+            Some(c) => cond_synchronize(c),
+            None => std::thread::yield_now(),
+        });
+    }
+
+    fn timed_stall(&self, wait: impl FnOnce()) {
+        let start = Instant::now();
+        wait();
+        self.stalls.fetch_add(1, Relaxed);
+        self.stall_ns.fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
+    }
+
+    fn park(&self, slot: NonNull<Slot<T>>) {
+        // SAFETY: `slot` is live: it comes from a PoolBox of this pool or from `free_raw`,
+        // whose caller guarantees it (debug builds check the owner and the double free).
+        unsafe { Slot::check_transition(slot, self.id, true) };
+        let mut request_now = None;
+        {
+            let mut sh = lock(&self.shards[self.home()].0);
+            let cookie = match self.config.reuse {
+                Reuse::Immediately => GpCookie::COMPLETED,
+                _ => {
+                    // Taken under the lock, so each shard's cookies never go backwards.
+                    let c = get_state();
+                    sh.frees_since_request += 1;
+                    if sh.frees_since_request >= self.config.request_every {
+                        sh.frees_since_request = 0;
+                        request_now = Some(c);
+                    }
+                    c
+                }
+            };
+            sh.park(slot, cookie);
+        }
+        if let Some(c) = request_now {
+            request(c);
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for GpPool<T> {
+    fn drop(&mut self) {
+        let mut waiting = Vec::new();
+        for shard in self.shards.iter() {
+            for batch in lock(&shard.0).drain().collect::<Vec<_>>() {
+                if completed(&batch.cookie) {
+                    // SAFETY: the grace period completed: no reader can still see these.
+                    batch.drain().for_each(|s| unsafe { Slot::free(s) });
+                } else {
+                    waiting.push(batch);
+                }
+            }
+        }
+        if !waiting.is_empty() {
+            // Readers that may see these objects are pinned now; crossbeam runs the closure
+            // after all of them have unpinned.
+            crossbeam_epoch::pin().defer(move || {
+                for slot in waiting.into_iter().flat_map(shard::Batch::drain) {
+                    // SAFETY: every reader pinned when the pool was dropped has unpinned.
+                    unsafe { Slot::free(slot) };
+                }
+            });
+        }
+    }
+}
+
+impl<T: Send + 'static> fmt::Debug for GpPool<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpPool")
+            .field("config", &self.config)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// An object owned through its pool: dropping it (or [`PoolBox::free`]) parks it until its
+/// grace period completes.
+pub struct PoolBox<'p, T: Send + 'static> {
+    slot: NonNull<Slot<T>>,
+    pool: &'p GpPool<T>,
+}
+
+// SAFETY: a PoolBox owns its `T` exclusively (like Box<T>) and refers to a Sync pool.
+unsafe impl<T: Send + 'static> Send for PoolBox<'_, T> {}
+// SAFETY: sharing a PoolBox only gives `&T`.
+unsafe impl<T: Send + Sync + 'static> Sync for PoolBox<'_, T> {}
+
+impl<'p, T: Send + 'static> PoolBox<'p, T> {
+    /// Frees the object: it is parked, stamped with a grace-period cookie. Same as dropping.
+    pub fn free(self) {
+        drop(self);
+    }
+
+    /// Gives up the box for a raw pointer, for example to publish the object to lockless
+    /// readers. Free it later with [`GpPool::free_raw`] (or rebuild the box with
+    /// [`GpPool::from_raw`]); otherwise it leaks.
+    pub fn into_raw(this: Self) -> NonNull<T> {
+        let ptr = this.slot.cast();
+        std::mem::forget(this);
+        ptr
+    }
+
+    /// The pool this object belongs to.
+    pub fn pool(this: &Self) -> &'p GpPool<T> {
+        this.pool
+    }
+}
+
+impl<T: Send + 'static> Deref for PoolBox<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the box owns a live slot; `value` is valid for the box's lifetime.
+        unsafe { &(*self.slot.as_ptr()).value }
+    }
+}
+
+impl<T: Send + 'static> DerefMut for PoolBox<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and the box is the only owner, so the borrow is unique.
+        unsafe { &mut (*self.slot.as_ptr()).value }
+    }
+}
+
+impl<T: Send + 'static> Drop for PoolBox<'_, T> {
+    fn drop(&mut self) {
+        self.pool.park(self.slot);
+    }
+}
+
+impl<T: Send + fmt::Debug + 'static> fmt::Debug for PoolBox<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+#[cfg(not(loom))]
+fn default_shards() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (2 * cpus).next_power_of_two()
+}
+
+/// Under loom, one shard keeps the models small.
+#[cfg(loom)]
+fn default_shards() -> usize {
+    1
+}
+
+static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+fn next_pool_id() -> usize {
+    // Relaxed: ids only need to be distinct.
+    NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// This thread's shard hint: threads are numbered round-robin on first use.
+fn home_hint() -> usize {
+    crate::sync::thread_local! {
+        #[allow(clippy::missing_const_for_thread_local)] // loom's thread_local! has no const form
+        static HOME: std::cell::Cell<usize> = std::cell::Cell::new(usize::MAX);
+    }
+    HOME.with(|h| {
+        if h.get() == usize::MAX {
+            h.set(next_pool_id());
+        }
+        h.get()
+    })
+}

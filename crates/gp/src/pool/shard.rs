@@ -1,0 +1,143 @@
+//! One shard of a pool: its parked objects, grouped in batches by grace-period cookie.
+//!
+//! A shard is only ever touched under its mutex (the `&mut self` of every method here is that
+//! lock). Batches are kept oldest first and their cookies never decrease, because a cookie is
+//! taken (`get_state`) while the lock is held and cookies only grow: so the front batch is the
+//! first to complete, and "the oldest reusable object" is found in O(1).
+
+use std::collections::VecDeque;
+use std::ptr::NonNull;
+
+use super::slot::Slot;
+use crate::GpCookie;
+
+/// Objects freed under the same cookie, as an intrusive singly linked stack.
+pub(crate) struct Batch<T> {
+    pub(crate) cookie: GpCookie,
+    head: NonNull<Slot<T>>,
+    len: usize,
+}
+
+// SAFETY: a batch owns its slots exclusively (they are parked: no PoolBox or raw holder refers
+// to them), so moving a batch between threads moves `T`s.
+unsafe impl<T: Send> Send for Batch<T> {}
+
+impl<T> Batch<T> {
+    /// Pops one slot; `None` leaves the batch empty for the caller to drop.
+    fn pop(&mut self) -> Option<NonNull<Slot<T>>> {
+        if self.len == 0 {
+            return None;
+        }
+        let slot = self.head;
+        // SAFETY: the batch owns `slot` (len > 0) and only the shard lock holder reads `next`.
+        let next = unsafe { (*slot.as_ptr()).next };
+        self.len -= 1;
+        if let Some(n) = NonNull::new(next) {
+            self.head = n;
+        }
+        debug_assert_eq!(self.len == 0, next.is_null(), "batch length and links disagree");
+        Some(slot)
+    }
+
+    /// Every slot of the batch, emptying it.
+    pub(crate) fn drain(mut self) -> impl Iterator<Item = NonNull<Slot<T>>> {
+        std::iter::from_fn(move || self.pop())
+    }
+}
+
+/// A shard's parked batches and the counters only its lock holder updates.
+pub(crate) struct Shard<T> {
+    batches: VecDeque<Batch<T>>,
+    parked: usize,
+    /// Frees since this shard last asked for a grace period to start.
+    pub(crate) frees_since_request: u32,
+    /// Objects handed out again from this shard.
+    pub(crate) recycled: u64,
+}
+
+impl<T> Shard<T> {
+    pub(crate) fn new() -> Self {
+        Shard { batches: VecDeque::new(), parked: 0, frees_since_request: 0, recycled: 0 }
+    }
+
+    /// Parks `slot` under `cookie`, which must be no older than the newest batch's.
+    pub(crate) fn park(&mut self, slot: NonNull<Slot<T>>, cookie: GpCookie) {
+        self.parked += 1;
+        if let Some(back) = self.batches.back_mut().filter(|b| b.cookie == cookie) {
+            // SAFETY: the shard owns `slot` from now on; `next` is ours to write under the lock.
+            unsafe { (*slot.as_ptr()).next = back.head.as_ptr() };
+            back.head = slot;
+            back.len += 1;
+            return;
+        }
+        debug_assert!(self.batches.back().is_none_or(|b| b.cookie < cookie), "cookies went back");
+        // SAFETY: as above.
+        unsafe { (*slot.as_ptr()).next = std::ptr::null_mut() };
+        self.batches.push_back(Batch { cookie, head: slot, len: 1 });
+    }
+
+    /// The oldest parked object, if `ready` says its batch's cookie allows reuse.
+    pub(crate) fn take_oldest_if(
+        &mut self,
+        ready: impl FnOnce(&GpCookie) -> bool,
+    ) -> Option<NonNull<Slot<T>>> {
+        let front = self.batches.front_mut()?;
+        if !ready(&front.cookie) {
+            return None;
+        }
+        let slot = front.pop().expect("batches are never left empty");
+        if front.len == 0 {
+            self.batches.pop_front();
+        }
+        self.parked -= 1;
+        Some(slot)
+    }
+
+    /// The most recently parked object and its cookie (a slab's LIFO order).
+    pub(crate) fn take_newest(&mut self) -> Option<(NonNull<Slot<T>>, GpCookie)> {
+        let back = self.batches.back_mut()?;
+        let cookie = back.cookie;
+        let slot = back.pop().expect("batches are never left empty");
+        if back.len == 0 {
+            self.batches.pop_back();
+        }
+        self.parked -= 1;
+        Some((slot, cookie))
+    }
+
+    /// Removes the whole oldest batch if `ready` accepts its cookie.
+    pub(crate) fn take_oldest_batch_if(
+        &mut self,
+        ready: impl FnOnce(&GpCookie) -> bool,
+    ) -> Option<Batch<T>> {
+        if !ready(&self.batches.front()?.cookie) {
+            return None;
+        }
+        let batch = self.batches.pop_front()?;
+        self.parked -= batch.len;
+        Some(batch)
+    }
+
+    /// Puts a batch back in front; its cookie must be no newer than the current front's.
+    pub(crate) fn push_oldest_batch(&mut self, batch: Batch<T>) {
+        debug_assert!(self.batches.front().is_none_or(|b| batch.cookie <= b.cookie));
+        self.parked += batch.len;
+        self.batches.push_front(batch);
+    }
+
+    /// The cookie of the oldest parked object.
+    pub(crate) fn oldest_cookie(&self) -> Option<GpCookie> {
+        self.batches.front().map(|b| b.cookie)
+    }
+
+    /// How many objects are parked here.
+    pub(crate) fn parked(&self) -> usize {
+        self.parked
+    }
+
+    /// Every batch, emptying the shard.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = Batch<T>> + '_ {
+        self.parked = 0;
+        self.batches.drain(..)
+    }
+}

@@ -1,0 +1,131 @@
+//! Single-threaded behaviour of the pool: recycling order, stats, the cap, misuse detection.
+#![cfg(not(loom))]
+
+use std::ptr::NonNull;
+use udcache_gp::{GpPool, PoolBox, PoolConfig, pin, synchronize};
+
+fn pool(config: PoolConfig) -> GpPool<(u64, u64)> {
+    // Objects are (id, generation); reinit bumps the generation.
+    GpPool::with_config(config, || (0, 0), |o| o.1 += 1)
+}
+
+#[test]
+fn recycles_only_after_the_grace_period_oldest_first() {
+    let p = pool(PoolConfig::default());
+    let mut a = p.alloc();
+    a.0 = 1;
+    let mut b = p.alloc();
+    b.0 = 2;
+    let guard = pin();
+    a.free();
+    b.free();
+    // Pinned: neither may come back.
+    for _ in 0..100 {
+        let c = p.alloc();
+        assert_eq!(c.0, 0, "reused while a reader was pinned");
+        std::mem::forget(c);
+    }
+    drop(guard);
+    synchronize();
+    // a and b share one cookie (one batch); within a batch the newest comes first (cache-hot).
+    let first = p.alloc();
+    let second = p.alloc();
+    let mut ids = [first.0, second.0];
+    ids.sort();
+    assert_eq!(ids, [1, 2], "the parked objects come back before any fresh one");
+    assert_eq!((first.1, second.1), (1, 1), "re-initialised once each");
+    let s = p.stats();
+    assert_eq!(s.recycled, 2);
+    assert_eq!(s.fresh, 102);
+    assert_eq!(s.stalls, 0);
+}
+
+#[test]
+fn stats_count_objects_and_peak() {
+    let p = pool(PoolConfig::default());
+    let boxes: Vec<_> = (0..10).map(|_| p.alloc()).collect();
+    drop(boxes);
+    let s = p.stats();
+    assert_eq!((s.objects, s.peak_objects, s.parked, s.fresh), (10, 10, 10, 10));
+    synchronize();
+    assert_eq!(p.trim(), 10);
+    let s = p.stats();
+    assert_eq!((s.objects, s.peak_objects, s.parked), (0, 10, 0));
+}
+
+#[test]
+fn cap_reached_stalls_on_the_oldest_cookie_instead_of_growing() {
+    let p = pool(PoolConfig::default().with_max_objects(Some(4)));
+    for _ in 0..50 {
+        let v: Vec<_> = (0..4).map(|_| p.alloc()).collect();
+        drop(v);
+    }
+    let s = p.stats();
+    assert_eq!(s.peak_objects, 4);
+    assert!(s.stalls > 0 && s.recycled > 0, "{s:?}");
+}
+
+#[test]
+fn wait_policy_reuses_newest_and_counts_stalls() {
+    let p = pool(PoolConfig::default().wait_for_grace_period());
+    let mut a = p.alloc();
+    a.0 = 7;
+    a.free();
+    let b = p.alloc();
+    assert_eq!(b.0, 7, "003's policy reuses the freed object, waiting if needed");
+    assert!(p.stats().stalls <= 1);
+}
+
+#[test]
+fn raw_round_trip() {
+    let p = pool(PoolConfig::default());
+    let mut a = p.alloc();
+    a.0 = 5;
+    let raw = PoolBox::into_raw(a);
+    // SAFETY: from into_raw of this pool, converted back once.
+    let back = unsafe { p.from_raw(raw) };
+    assert_eq!(back.0, 5);
+    let raw = PoolBox::into_raw(back);
+    // SAFETY: freed once, never published.
+    unsafe { p.free_raw(raw) };
+    assert_eq!(p.stats().parked, 1);
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "freed twice")]
+fn double_free_raw_panics_in_debug() {
+    let p = pool(PoolConfig::default());
+    let raw: NonNull<(u64, u64)> = PoolBox::into_raw(p.alloc());
+    // SAFETY: deliberately wrong: the second free must be caught.
+    unsafe {
+        p.free_raw(raw);
+        p.free_raw(raw);
+    }
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "did not make it")]
+fn foreign_free_raw_panics_in_debug() {
+    let p = pool(PoolConfig::default());
+    let q = pool(PoolConfig::default());
+    let raw = PoolBox::into_raw(p.alloc());
+    // SAFETY: deliberately wrong: freeing into another pool must be caught.
+    unsafe { q.free_raw(raw) };
+}
+
+#[test]
+fn objects_of_an_exited_thread_are_reused() {
+    let p = pool(PoolConfig::default());
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let v: Vec<_> = (0..32).map(|_| p.alloc()).collect();
+            drop(v);
+        });
+    });
+    synchronize();
+    let v: Vec<_> = (0..32).map(|_| p.alloc()).collect();
+    assert_eq!(p.stats().fresh, 32, "the exited thread's parked objects were stranded");
+    drop(v);
+}

@@ -1,0 +1,94 @@
+//! Fuzz `udcache-gp`: alloc / free / poll / trim sequences with a reader the input pins and
+//! unpins. The property: an object freed while the reader was pinned is never handed out again
+//! (nor re-initialised) while that same pin lasts.
+#![no_main]
+
+use std::collections::HashMap;
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use udcache_gp::{GpPool, PoolBox, PoolConfig, get_state, poll, start_poll};
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    Alloc,
+    Free(u8),
+    Pin,
+    Unpin,
+    Poll,
+    StartPoll,
+    Synchronize,
+    Trim,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    request_every: u8,
+    max_objects: Option<u8>,
+    ops: Vec<Op>,
+}
+
+fuzz_target!(|input: Input| {
+    let config = PoolConfig::default()
+        .with_request_every(u32::from(input.request_every))
+        // A cap below the number of live objects would block alloc forever; keep it above.
+        .with_max_objects(input.max_objects.map(|m| usize::from(m) + 64));
+    let pool = GpPool::with_config(config, || 0u64, |generation| *generation += 1);
+    let mut live: Vec<PoolBox<'_, u64>> = Vec::new();
+    let mut reader: Option<(udcache_gp::Guard, u64)> = None;
+    let mut pins = 0u64;
+    // Address of a freed object -> the reader pin that was active when it was freed.
+    let mut freed_under: HashMap<usize, u64> = HashMap::new();
+    for op in input.ops.into_iter().take(512) {
+        match op {
+            Op::Alloc if live.len() < 64 => {
+                if reader.is_some() && input.max_objects.is_some() {
+                    // A capped pool may wait for a grace period, which panics while pinned.
+                    continue;
+                }
+                let obj = pool.alloc();
+                let addr = &*obj as *const u64 as usize;
+                if let (Some(pin), Some((_, current))) = (freed_under.remove(&addr), &reader) {
+                    assert_ne!(pin, *current, "reused while the reader that saw it is pinned");
+                }
+                live.push(obj);
+            }
+            Op::Alloc => {}
+            Op::Free(i) if !live.is_empty() => {
+                let obj = live.swap_remove(usize::from(i) % live.len());
+                let addr = &*obj as *const u64 as usize;
+                if let Some((_, pin)) = &reader {
+                    freed_under.insert(addr, *pin);
+                } else {
+                    freed_under.remove(&addr);
+                }
+                obj.free();
+            }
+            Op::Free(_) => {}
+            Op::Pin if reader.is_none() => {
+                pins += 1;
+                reader = Some((udcache_gp::pin(), pins));
+            }
+            Op::Pin => {}
+            Op::Unpin => reader = None,
+            Op::Poll => {
+                let c = get_state();
+                let _ = poll(&c);
+            }
+            Op::StartPoll => {
+                let c = start_poll();
+                if reader.is_some() {
+                    assert!(!poll(&c), "completed while a reader pinned before it is still pinned");
+                }
+            }
+            Op::Synchronize if reader.is_none() => udcache_gp::synchronize(),
+            Op::Synchronize => {}
+            Op::Trim => {
+                pool.trim();
+            }
+        }
+        let s = pool.stats();
+        assert_eq!(s.objects, s.parked + live.len(), "objects = parked + live");
+        assert!(s.objects <= s.peak_objects);
+    }
+});
