@@ -12,6 +12,9 @@
 //!     cleared by the trimming rules and by `shrink` (second chance), under the bucket lock.
 //!   - `ON_LRU`: the entry sits on its LRU shard. Changed under that shard's lock.
 //!   - `UNHASHED`: taken off its chain (evicted or removed). Set under the bucket lock.
+//!   - `WORKINGSET`: a negative re-created soon after its predecessor was evicted (see
+//!     [`crate::trim`]'s ghosts). Set at creation, cleared with `REFERENCED` when a rule spends
+//!     the entry's second chance.
 //!
 //! An entry is *settled* — a possible victim — when it is unused, hashed and on the LRU.
 
@@ -25,6 +28,10 @@ pub(crate) const NEGATIVE: u32 = 1;
 pub(crate) const REFERENCED: u32 = 2;
 pub(crate) const ON_LRU: u32 = 4;
 pub(crate) const UNHASHED: u32 = 8;
+/// A negative entry re-created for a name whose negative was evicted recently (a refault, found
+/// in the bucket's ghost slots): part of a working set, like a page refaulting from a shadow
+/// entry. Protects it like `REFERENCED` until a rule spends its chance.
+pub(crate) const WORKINGSET: u32 = 16;
 /// `refs` value of an entry claimed by an evictor.
 pub(crate) const DEAD: u32 = u32::MAX;
 
@@ -42,7 +49,7 @@ pub struct Entry<V> {
 }
 
 impl<V> Entry<V> {
-    pub(crate) fn new(key: u64, parent: u64, name: &[u8], negative: bool, value: V) -> Self {
+    pub(crate) fn new(key: u64, parent: u64, name: &[u8], state: u32, value: V) -> Self {
         Entry {
             chain: HLink::new(),
             lru: Link::new(),
@@ -50,7 +57,7 @@ impl<V> Entry<V> {
             parent,
             name: NameBuf::new(name),
             refs: AtomicU32::new(1),
-            state: AtomicU32::new(if negative { NEGATIVE } else { 0 }),
+            state: AtomicU32::new(state),
             value,
         }
     }
@@ -100,6 +107,16 @@ impl<V> Entry<V> {
         if self.state.load(Ordering::Relaxed) & REFERENCED == 0 {
             self.state.fetch_or(REFERENCED, Ordering::Relaxed);
         }
+    }
+
+    /// Referenced, or in the working set: rules give it a second chance.
+    pub(crate) fn is_protected(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & (REFERENCED | WORKINGSET) != 0
+    }
+
+    /// Spends the entry's second chance (under its bucket lock).
+    pub(crate) fn spend_chance(&self) {
+        self.state.fetch_and(!(REFERENCED | WORKINGSET), Ordering::Relaxed);
     }
 
     pub(crate) fn has(&self, bits: u32) -> bool {

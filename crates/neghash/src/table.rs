@@ -32,17 +32,18 @@ use std::sync::Arc;
 use udcache_rculist::epoch::{self, Guard};
 use udcache_rculist::{HListBl, HListWriter};
 
-use crate::entry::{ChainAdapter, Entry, NEGATIVE, ON_LRU, REFERENCED, UNHASHED};
+use crate::entry::{ChainAdapter, Entry, NEGATIVE, ON_LRU, REFERENCED, UNHASHED, WORKINGSET};
 use crate::lru::Lru;
 use crate::stats::{C, Counters, Stats};
-use crate::sync::Ordering;
-use crate::trim;
+use crate::sync::{AtomicU32, Ordering};
+use crate::trim::{self, GHOSTS};
 
 /// How a [`NegHash`] is sized and how hard it bounds negative entries.
 #[derive(Clone, Debug)]
 pub struct Config {
     buckets: usize,
     rule1: bool,
+    admission: bool,
     negative_cap: Option<usize>,
     negative_share: Option<f64>,
 }
@@ -59,6 +60,7 @@ impl Config {
         Config {
             buckets: buckets.max(1).next_power_of_two(),
             rule1: true,
+            admission: true,
             negative_cap: Some(6),
             negative_share: None,
         }
@@ -70,6 +72,20 @@ impl Config {
     pub fn with_rule1(mut self, on: bool) -> Self {
         self.rule1 = on;
         self
+    }
+
+    /// Scan resistance (see [`trim`](crate::trim)): admission — a first-time negative that
+    /// would lengthen a full run is evicted itself rather than an older entry — and ghosts — a
+    /// negative re-created soon after its eviction is protected as a refault. On by default;
+    /// off gives the 2020 rule exactly.
+    pub fn with_admission(mut self, on: bool) -> Self {
+        self.admission = on;
+        self
+    }
+
+    /// Whether admission is on.
+    pub fn admission(&self) -> bool {
+        self.admission
     }
 
     /// Rule 2: at most `cap` negative entries per bucket, whatever their referenced bits (the
@@ -111,6 +127,8 @@ pub struct NegHash<V: Send + Sync + 'static> {
     hasher: RandomState,
     config: Config,
     counters: Counters,
+    /// Per bucket, hashes of recently evicted negatives (0: empty); under the bucket lock.
+    ghosts: Box<[[AtomicU32; GHOSTS]]>,
 }
 
 /// What [`NegHash::bucket_shape`] reports of one entry.
@@ -120,7 +138,7 @@ pub struct Shape {
     pub negative: bool,
     /// Held by a [`Held`] handle.
     pub held: bool,
-    /// Its referenced bit is set.
+    /// Protected by a second chance: referenced by a lookup, or a refault (working set).
     pub referenced: bool,
     /// On the LRU.
     pub on_lru: bool,
@@ -149,6 +167,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             hasher: RandomState::new(),
             config,
             counters: Counters::new(),
+            ghosts: (0..n).map(|_| std::array::from_fn(|_| AtomicU32::new(0))).collect(),
         }
     }
 
@@ -178,6 +197,25 @@ impl<V: Send + Sync + 'static> NegHash<V> {
 
     pub(crate) fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    fn ghost_slot(&self, lock: &BucketLock<'_, V>, key: u64) -> (&AtomicU32, u32) {
+        let hash = (key >> 32) as u32 | 1; // never 0, the empty slot
+        (&self.ghosts[lock.index][(hash >> 1) as usize % GHOSTS], hash)
+    }
+
+    /// Records an evicted negative's hash in its bucket's ghost slots.
+    pub(crate) fn remember_evicted(&self, lock: &BucketLock<'_, V>, entry: &Entry<V>) {
+        let (slot, hash) = self.ghost_slot(lock, entry.key);
+        // Relaxed: ghosts are read and written only under the bucket lock, which orders them.
+        slot.store(hash, Ordering::Relaxed);
+    }
+
+    /// Whether a negative about to be inserted with `key` refaults (and forgets the ghost).
+    fn refault(&self, lock: &BucketLock<'_, V>, key: u64) -> bool {
+        let (slot, hash) = self.ghost_slot(lock, key);
+        // Relaxed: under the bucket lock, as in `remember_evicted`.
+        slot.load(Ordering::Relaxed) == hash && slot.swap(0, Ordering::Relaxed) == hash
     }
 
     /// Finds `(parent, name)` without locks. A hit sets the entry's referenced bit (a store only
@@ -224,7 +262,12 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             found.try_hold().expect("no claimed entry on a chain under its lock");
             return Err(Held { entry: found, table: self, bucket: b, _not_send: PhantomData });
         }
-        let entry = Arc::new(Entry::new(key, parent, name, negative, value));
+        let state = match negative {
+            false => 0,
+            true if self.config.admission && self.refault(&lock, key) => NEGATIVE | WORKINGSET,
+            true => NEGATIVE,
+        };
+        let entry = Arc::new(Entry::new(key, parent, name, state, value));
         if lock.chain.push_front(entry.clone()).is_err() {
             unreachable!("a new entry is on no chain");
         }
@@ -271,7 +314,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             .map(|e| Shape {
                 negative: e.has(NEGATIVE),
                 held: e.refs.load(Ordering::Relaxed) != 0,
-                referenced: e.is_referenced(),
+                referenced: e.is_protected(),
                 on_lru: e.has(ON_LRU),
             })
             .collect()

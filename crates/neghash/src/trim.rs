@@ -26,6 +26,26 @@
 //! oldest settled negative that is not referenced; if all are referenced, all lose the bit
 //! (their second chance is spent) and the oldest goes.
 //!
+//! # Admission (on by default; [`Config::with_admission`](crate::Config::with_admission))
+//!
+//! The 2020 rule evicts the *oldest* of a run (the third after the released entry). Under a
+//! scan of unique names that pushes out every negative a workload made before the scan, even
+//! ones it will reuse. With admission on, a first-time negative (not referenced, not a refault)
+//! whose release would make its run longer than [`MAX_RUN`] is evicted itself instead: a
+//! negative must be missed twice (the second time as a refault, below) to displace settled
+//! ones. The bound is the same — at most three in a row — only the victim differs.
+//!
+//! # Ghosts: keeping the negatives a workload reuses
+//!
+//! A compile probes the same missing headers in every include directory, every time; a flood
+//! of unique names looks like it only between two compiles: both are unreferenced negatives
+//! then. To tell them apart each bucket keeps [`GHOSTS`] ghost slots holding the 32-bit hashes
+//! of negatives it recently evicted (a shadow entry, as Linux's page cache keeps for refaults).
+//! A negative inserted whose hash is in a ghost slot is a *refault*: it is born with the
+//! `WORKINGSET` bit, which protects it like `REFERENCED` (it does not count in runs, and rule 2
+//! passes it over once). Unique names never refault, so a flood gains nothing; the bounds do not
+//! depend on any bit, so nothing can defeat them. Cost: 16 bytes per bucket.
+//!
 //! # Shrink
 //!
 //! Pops the oldest entries of the LRU (negatives first when asked), giving a referenced entry
@@ -68,6 +88,9 @@ fn evict<V: Send + Sync + 'static>(
     if !entry.is_hashed() || !entry.claim() {
         return false;
     }
+    if entry.has(NEGATIVE) && t.config().admission() {
+        t.remember_evicted(lock, entry);
+    }
     unhash(t, lock, entry);
     t.counters().add(lock.index(), why, 1);
     true
@@ -85,6 +108,20 @@ pub(crate) fn run_rule<V: Send + Sync + 'static>(
     guard: &Guard,
 ) {
     clear_referenced(released);
+    if t.config().admission() && !released.is_protected() {
+        // Admission: a first-time negative joining a full run is the one that goes, so the
+        // entries that were there first (and may be reused) are not pushed out by a scan.
+        let run = t
+            .chain(lock)
+            .iter(guard)
+            .skip_while(|e| !std::ptr::eq(*e, &**released))
+            .take_while(|e| settled_negative(e) && !e.is_protected())
+            .count();
+        if run > MAX_RUN {
+            evict(t, lock, released, C::EvictRule1);
+            return;
+        }
+    }
     trim_runs(t, lock, guard);
 }
 
@@ -102,7 +139,7 @@ fn trim_runs<V: Send + Sync + 'static>(
     loop {
         let mut run = 0;
         let victim = t.chain(lock).iter(guard).find(|e| {
-            run = if settled_negative(e) && !e.is_referenced() { run + 1 } else { 0 };
+            run = if settled_negative(e) && !e.is_protected() { run + 1 } else { 0 };
             run > MAX_RUN
         });
         match victim {
@@ -114,6 +151,9 @@ fn trim_runs<V: Send + Sync + 'static>(
 
 /// Rule 1 keeps at most this many settled, unreferenced negatives in a row.
 pub const MAX_RUN: usize = 3;
+
+/// Ghost slots per bucket (hashes of recently evicted negatives).
+pub const GHOSTS: usize = 4;
 
 /// Rule 2: evicts settled negatives of this bucket while there are more than the cap.
 pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
@@ -131,7 +171,7 @@ pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
             negatives += 1;
             if e.is_settled() {
                 oldest = Some(e);
-                if !e.is_referenced() {
+                if !e.is_protected() {
                     oldest_unreferenced = Some(e);
                 }
             }
@@ -201,8 +241,8 @@ fn evict_from_lru<V: Send + Sync + 'static>(
         if !e.is_hashed() || e.refs.load(crate::sync::Ordering::Relaxed) != 0 {
             continue; // gone, or held again: its last release puts it back on the LRU
         }
-        if e.is_referenced() {
-            clear_referenced(&e);
+        if e.is_protected() {
+            e.spend_chance();
             t.lru().add(&lock, &e, t.counters());
             if t.config().rule1() && e.has(NEGATIVE) {
                 trim_runs(t, &mut lock, &guard);

@@ -205,8 +205,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn both_rules(ops in prop::collection::vec(op(), 1..200), cap in 1..7usize) {
-        run(Config::with_buckets(4).with_negative_cap(Some(cap)), ops)?;
+    fn both_rules(ops in prop::collection::vec(op(), 1..200), cap in 1..7usize, admission: bool) {
+        run(Config::with_buckets(4).with_negative_cap(Some(cap)).with_admission(admission), ops)?;
     }
 
     #[test]
