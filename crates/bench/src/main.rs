@@ -11,11 +11,15 @@
 //! run is what the README reports. With `--json`, one JSON object per line, the last line being
 //! the summary `{"scenario": "<name>", ...}`.
 
+mod alloc_count;
 mod measure;
 mod report;
 mod scenarios;
 
 use std::process::ExitCode;
+
+#[global_allocator]
+static ALLOC: alloc_count::Counting = alloc_count::Counting;
 
 /// Options common to every scenario.
 pub struct Options {

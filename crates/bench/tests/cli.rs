@@ -70,3 +70,39 @@ fn gp_batch_reports_its_contract_fields() {
     assert_eq!(summary["stalls"], 0, "{summary}");
     assert!(rows.iter().all(|r| r["cond_sync_stalls"].as_u64().is_some()));
 }
+
+#[test]
+fn neg_flood_reports_bounds() {
+    let (rows, s) = quick_json("neg-flood");
+    assert!(!rows.is_empty());
+    for f in [
+        "per_bucket_once_full",
+        "per_bucket_twice_full",
+        "per_bucket_twice_rule1",
+        "per_bucket_once_unbounded",
+        "bytes_per_entry",
+    ] {
+        assert!(s[f].as_f64().is_some_and(|v| v > 0.0), "{f}: {s}");
+    }
+    // The bounds are properties of the table, not speed figures: they must hold.
+    let cap = s["cap"].as_f64().unwrap();
+    assert!(s["per_bucket_once_full"].as_f64().unwrap() <= 3.0, "{s}");
+    assert!(s["per_bucket_twice_full"].as_f64().unwrap() <= cap, "{s}");
+    assert!(s["per_bucket_once_unbounded"].as_f64().unwrap() > cap, "the flood must flood: {s}");
+}
+
+#[test]
+fn include_path_reports_hit_rate() {
+    let (_, s) = quick_json("include-path");
+    let rate = s["include_negative_hit_rate"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&rate), "{s}");
+}
+
+#[test]
+fn map_lookup_reports_ratios() {
+    let (rows, s) = quick_json("map-lookup");
+    assert_eq!(rows.len(), 5, "one row per map");
+    for f in ["ratio_vs_papaya_1t", "ratio_vs_papaya_2t", "scaling_2t"] {
+        assert!(s[f].as_f64().is_some_and(|v| v > 0.0), "{f}: {s}");
+    }
+}

@@ -1,16 +1,84 @@
 //! # udcache-neghash — a concurrent hash table whose negative entries stay bounded
 //!
-//! **Status: skeleton.** This crate is laid out by the workspace foundation; the table itself
-//! lands with its own issue. What it will hold:
+//! ## The problem
 //!
-//! - entries keyed by `(parent id, name bytes)` on intrusive hash chains from `udcache-rculist`,
-//!   looked up without locks under a `udcache-gp` guard;
-//! - *negative* entries (remembered misses) bounded per bucket: Linux's 2020 "increase poison
-//!   resistance" rule (at most three unreferenced negatives in a row) plus a hard per-bucket cap
-//!   that a flood touching every name twice cannot defeat;
-//! - an LRU of unused entries with second chance and a `shrink(n)` memory-pressure hook;
-//! - `dentry-state`-like statistics (entries, unused, negative, buckets, evictions by rule).
+//! A filesystem cache remembers misses as *negative entries*, so the next lookup of a missing
+//! name is answered without asking the filesystem. They are cheap to create and, unbounded,
+//! take all memory: one report in Linux's 2020 "dcache: increase poison resistance" thread saw
+//! 197 GB of a 256 GB machine fill with them in half an hour, another 2.4 TB of 3 TB in a day.
+//! That series bounded them per hash bucket (at most three unreferenced negatives in a row),
+//! which held a flood at ~2.9 entries per bucket instead of 104.9M entries — but the bound is
+//! defeated by touching each name twice (the second touch sets the referenced bit that
+//! protects it), and reviewers worried it would evict the negatives real workloads reuse
+//! (compiler include paths: every `-I` directory misses most headers, every compile).
 //!
-//! The problem it answers: a process that looks up random names fills memory with negative
-//! entries (197 GB of 256 GB in half an hour in one report), and they slow every walk of a
-//! directory's children.
+//! ## The mechanism
+//!
+//! - Entries keyed by `(parent id, name bytes)` sit on intrusive hash chains
+//!   ([`udcache_rculist::HListBl`]: one word per bucket, the writer lock in its low bit).
+//! - **Lookups** are lock-free under a crossbeam-epoch guard: SipHash-1-3 of the key with
+//!   per-table random keys (std's `RandomState`: no one can compute colliding names offline;
+//!   it costs ~15 ns on a short name, paid once per lookup), then a chain walk comparing hash
+//!   and length as one word before the parent and the bytes. A hit writes nothing shared
+//!   except the referenced bit, and only when it is clear.
+//! - **Inserts and removals** lock one bucket. Removed entries are freed after a grace period.
+//! - **Rule 1** (the 2020 rule): when a negative entry becomes unused, clear its referenced
+//!   bit; in a run of negative, settled, unreferenced entries, keep three and evict the next.
+//! - **Rule 2** (beyond it): at most `cap` negatives per bucket whatever their bits, evicting
+//!   by second chance; optionally a global share of negatives. Positive and held entries are
+//!   never evicted by either rule. Details and victim choice: [`trim`].
+//! - An **LRU** of unused entries, negatives apart, with second chance; [`NegHash::shrink`]
+//!   evicts up to `n`, negatives first: the memory-pressure hook.
+//! - [`Stats`]: entries, unused, negative, buckets (as `/proc/sys/fs/dentry-state`), and
+//!   evictions by rule; striped relaxed counters that never serialise threads.
+//!
+//! ## Example
+//!
+//! ```
+//! use udcache_neghash::{Config, NegHash, epoch};
+//!
+//! let table: NegHash<u64> = NegHash::new(Config::for_entries(1024));
+//! let dir = 1;
+//! // A miss, remembered: insert a negative entry, then let it go.
+//! drop(table.insert(dir, b"missing.h", true, 0).unwrap());
+//! // A positive entry for an existing file, carrying its inode number.
+//! drop(table.insert(dir, b"present.h", false, 42).unwrap());
+//!
+//! let guard = epoch::pin();
+//! assert!(table.lookup(&guard, dir, b"missing.h").unwrap().is_negative());
+//! assert_eq!(*table.lookup(&guard, dir, b"present.h").unwrap().value(), 42);
+//! assert!(table.lookup(&guard, dir, b"other.h").is_none());
+//!
+//! let s = table.stats();
+//! assert_eq!((s.entries, s.negative, s.unused), (2, 1, 2));
+//! ```
+//!
+//! A flood of unique misses stays bounded:
+//!
+//! ```
+//! use udcache_neghash::{Config, NegHash};
+//!
+//! let table: NegHash<()> = NegHash::new(Config::with_buckets(64));
+//! for i in 0..10_000u32 {
+//!     drop(table.insert(1, format!("{i:08x}").as_bytes(), true, ()).unwrap());
+//! }
+//! assert!(table.stats().per_bucket() <= 3.0);
+//! ```
+
+mod entry;
+mod lru;
+mod name;
+mod stats;
+mod sync;
+mod table;
+pub mod trim;
+
+pub use entry::Entry;
+pub use name::INLINE_NAME;
+pub use stats::Stats;
+pub use table::{Config, Held, NegHash, Shape};
+pub use udcache_rculist::epoch;
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -8,6 +8,9 @@ use crate::report::Report;
 
 mod gp_batch;
 mod readdir_modified;
+mod include_path;
+mod map_lookup;
+mod neg_flood;
 mod selftest;
 
 /// A runnable benchmark scenario.
@@ -26,6 +29,21 @@ pub const ALL: &[Scenario] = &[
         name: "selftest",
         about: "exercises the harness contract: two interleaved variants and a ratio",
         run: selftest::run,
+    },
+    Scenario {
+        name: "neg-flood",
+        about: "000's negative-entry flood (once and touch-twice): unbounded vs rule1 vs full",
+        run: neg_flood::run,
+    },
+    Scenario {
+        name: "include-path",
+        about: "include-path compiles interleaved with a flood: negative hit rate per variant",
+        run: include_path::run,
+    },
+    Scenario {
+        name: "map-lookup",
+        about: "hit throughput at 1 and 2 threads: neghash vs papaya, dashmap, RwLock, Mutex",
+        run: map_lookup::run,
     },
     Scenario {
         name: "gp-batch",

@@ -1,0 +1,217 @@
+//! Entries: the key (parent, name), the state bits, the holder count, the caller's value, and
+//! the two links that put an entry on its hash chain and on an LRU.
+//!
+//! # State
+//!
+//! - `refs`: how many [`Held`](crate::Held) handles exist. 0 means *unused*. [`DEAD`] means an
+//!   evictor claimed the entry (compare-exchange from 0, under the bucket lock): it can no
+//!   longer be held and is being taken off its lists.
+//! - `state` bits:
+//!   - `NEGATIVE`: a remembered miss. Flipped by writers under the bucket lock.
+//!   - `REFERENCED`: set by a lookup hit (only if clear: a hit writes nothing when it is set);
+//!     cleared by the trimming rules and by `shrink` (second chance), under the bucket lock.
+//!   - `ON_LRU`: the entry sits on its LRU shard. Changed under that shard's lock.
+//!   - `UNHASHED`: taken off its chain (evicted or removed). Set under the bucket lock.
+//!   - `WORKINGSET`: a negative re-created soon after its predecessor was evicted (see
+//!     [`crate::trim`]'s ghosts). Set at creation, cleared with `REFERENCED` when a rule spends
+//!     the entry's second chance.
+//!
+//! An entry is *settled* — a possible victim — when it is unused, hashed and on the LRU.
+
+use std::fmt;
+
+use crate::name::NameBuf;
+use crate::sync::{AtomicU32, Ordering};
+use udcache_rculist::{Adapter, HLink, Link};
+
+pub(crate) const NEGATIVE: u32 = 1;
+pub(crate) const REFERENCED: u32 = 2;
+pub(crate) const ON_LRU: u32 = 4;
+pub(crate) const UNHASHED: u32 = 8;
+/// A negative entry re-created for a name whose negative was evicted recently (a refault, found
+/// in the bucket's ghost slots): part of a working set, like a page refaulting from a shadow
+/// entry. Protects it like `REFERENCED` until a rule spends its chance.
+pub(crate) const WORKINGSET: u32 = 16;
+/// `refs` value of an entry claimed by an evictor.
+pub(crate) const DEAD: u32 = u32::MAX;
+
+/// One cached name: positive (it exists, `value` says what it is) or negative (it does not).
+pub struct Entry<V> {
+    pub(crate) chain: HLink,
+    pub(crate) lru: Link,
+    /// Hash (high 32 bits) and name length (low 32 bits): compared as one word before bytes.
+    pub(crate) key: u64,
+    parent: u64,
+    name: NameBuf,
+    pub(crate) refs: AtomicU32,
+    pub(crate) state: AtomicU32,
+    value: V,
+}
+
+impl<V> Entry<V> {
+    pub(crate) fn new(key: u64, parent: u64, name: &[u8], state: u32, value: V) -> Self {
+        Entry {
+            chain: HLink::new(),
+            lru: Link::new(),
+            key,
+            parent,
+            name: NameBuf::new(name),
+            refs: AtomicU32::new(1),
+            state: AtomicU32::new(state),
+            value,
+        }
+    }
+
+    /// The parent id this entry is keyed under.
+    pub fn parent(&self) -> u64 {
+        self.parent
+    }
+
+    /// The name this entry is keyed under.
+    pub fn name(&self) -> &[u8] {
+        // SAFETY: the buffer was made with the length kept in the low half of `key`.
+        unsafe { self.name.get(self.key as u32 as usize) }
+    }
+
+    /// The caller's value.
+    pub fn value(&self) -> &V {
+        &self.value
+    }
+
+    /// Whether this is a negative entry (a remembered miss). A reader may see it change when a
+    /// writer instantiates or unlinks the name.
+    pub fn is_negative(&self) -> bool {
+        // Acquire: pairs with the Release RMWs that flip NEGATIVE, so a reader that sees a
+        // positive entry also sees what the writer stored before instantiating it.
+        self.state.load(Ordering::Acquire) & NEGATIVE != 0
+    }
+
+    /// Whether a lookup hit this entry since the trimming rules last cleared the bit.
+    pub fn is_referenced(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & REFERENCED != 0
+    }
+
+    /// Whether the entry is still on its hash chain (not evicted or removed).
+    pub fn is_hashed(&self) -> bool {
+        self.state.load(Ordering::Acquire) & UNHASHED == 0
+    }
+
+    pub(crate) fn matches(&self, key: u64, parent: u64, name: &[u8]) -> bool {
+        self.key == key && self.parent == parent && self.name() == name
+    }
+
+    /// A lookup hit: set the referenced bit, writing nothing if it is already set.
+    pub(crate) fn touch(&self) {
+        // Relaxed: the bit is a hint to the trimming rules, which read it under the bucket lock
+        // and tolerate a stale value (the worst case is one eviction or one reprieve too many).
+        if self.state.load(Ordering::Relaxed) & REFERENCED == 0 {
+            self.state.fetch_or(REFERENCED, Ordering::Relaxed);
+        }
+    }
+
+    /// Referenced, or in the working set: rules give it a second chance.
+    pub(crate) fn is_protected(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & (REFERENCED | WORKINGSET) != 0
+    }
+
+    /// Spends the entry's second chance (under its bucket lock).
+    pub(crate) fn spend_chance(&self) {
+        self.state.fetch_and(!(REFERENCED | WORKINGSET), Ordering::Relaxed);
+    }
+
+    pub(crate) fn has(&self, bits: u32) -> bool {
+        self.state.load(Ordering::Relaxed) & bits == bits
+    }
+
+    /// Unused, hashed, on the LRU: an entry the trimming rules and `shrink` may evict.
+    pub(crate) fn is_settled(&self) -> bool {
+        self.refs.load(Ordering::Relaxed) == 0
+            && self.state.load(Ordering::Relaxed) & (ON_LRU | UNHASHED) == ON_LRU
+    }
+
+    /// Claims an unused entry for eviction; fails if someone holds it.
+    pub(crate) fn claim(&self) -> bool {
+        // Acquire: pairs with the Release decrement in `release`, so the evictor sees the last
+        // holder's writes before the entry goes away.
+        self.refs.compare_exchange(0, DEAD, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    }
+
+    /// Takes a holder reference unless the entry was claimed; returns whether it was unused.
+    pub(crate) fn try_hold(&self) -> Option<bool> {
+        let mut cur = self.refs.load(Ordering::Relaxed);
+        loop {
+            if cur == DEAD || cur == DEAD - 1 {
+                return None;
+            }
+            // Relaxed: holding grants no access beyond what the guard that found the entry
+            // already gives; the claim/release pair orders the entry's end of life.
+            match self.refs.compare_exchange_weak(
+                cur,
+                cur + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(cur == 0),
+                Err(now) => cur = now,
+            }
+        }
+    }
+}
+
+impl<V> Drop for Entry<V> {
+    fn drop(&mut self) {
+        let len = self.key as u32 as usize;
+        // SAFETY: the buffer was made with this length; this is its only drop.
+        unsafe { self.name.drop_with(len) };
+    }
+}
+
+impl<V: fmt::Debug> fmt::Debug for Entry<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("parent", &self.parent)
+            .field("name", &String::from_utf8_lossy(self.name()))
+            .field("negative", &self.is_negative())
+            .field("refs", &self.refs.load(Ordering::Relaxed))
+            .field("value", &self.value)
+            .finish()
+    }
+}
+
+/// Puts an [`Entry`] on a hash chain through its `chain` link.
+pub(crate) struct ChainAdapter<V>(std::marker::PhantomData<V>);
+/// Puts an [`Entry`] on an LRU list through its `lru` link.
+pub(crate) struct LruAdapter<V>(std::marker::PhantomData<V>);
+
+// SAFETY: `link_ptr` takes the address of the `chain` field of the pointed-to entry and
+// `value_ptr` steps back by that field's offset: each inverts the other, within one allocation.
+unsafe impl<V: Send + Sync + 'static> Adapter for ChainAdapter<V> {
+    type Value = Entry<V>;
+    type Link = HLink;
+
+    unsafe fn link_ptr(value: *const Entry<V>) -> *const HLink {
+        // SAFETY: the caller passes a live entry; taking a field address creates no reference.
+        unsafe { std::ptr::addr_of!((*value).chain) }
+    }
+
+    unsafe fn value_ptr(link: *const HLink) -> *const Entry<V> {
+        // SAFETY: `link` came from `link_ptr`: it lies `offset_of!` bytes into its entry.
+        unsafe { link.byte_sub(std::mem::offset_of!(Entry<V>, chain)).cast() }
+    }
+}
+
+// SAFETY: as for `ChainAdapter`, with the `lru` field.
+unsafe impl<V: Send + Sync + 'static> Adapter for LruAdapter<V> {
+    type Value = Entry<V>;
+    type Link = Link;
+
+    unsafe fn link_ptr(value: *const Entry<V>) -> *const Link {
+        // SAFETY: the caller passes a live entry; taking a field address creates no reference.
+        unsafe { std::ptr::addr_of!((*value).lru) }
+    }
+
+    unsafe fn value_ptr(link: *const Link) -> *const Entry<V> {
+        // SAFETY: `link` came from `link_ptr`: it lies `offset_of!` bytes into its entry.
+        unsafe { link.byte_sub(std::mem::offset_of!(Entry<V>, lru)).cast() }
+    }
+}

@@ -1,0 +1,455 @@
+//! The table: buckets of [`HListBl`] chains, lookups, inserts, holders.
+//!
+//! # Rules (read before changing anything here)
+//!
+//! - **Bucket lock** (bit 0 of the chain head, [`BucketLock`]) protects: the chain's links, the
+//!   `NEGATIVE` and `UNHASHED` bits of its entries, the clearing of their `REFERENCED` bits,
+//!   and every eviction decision about them. An evictor claims an entry (`refs` 0 → `DEAD`)
+//!   only under it, so an entry found on a chain by a lock holder is never half-evicted.
+//! - **Lock order**: a bucket lock, then an LRU list lock ([`crate::lru`]). Never two buckets.
+//! - **Lookups** take no lock: pin, hash, walk the chain comparing the key word (hash and
+//!   length) before the parent and the bytes. A hit writes only the referenced bit, and only
+//!   when it is clear. A lookup may return an entry that an evictor is taking off the chain at
+//!   that moment (it is still valid memory under the guard and was in the table during the
+//!   walk); it never returns one removed before the walk began. An entry inserted during the
+//!   walk may or may not be found.
+//! - **Holders**: `refs` counts [`Held`] handles. The release of the last one settles the entry
+//!   under the bucket lock: onto the LRU, then the trimming rules ([`crate::trim`]) if negative.
+//! - **Retire**: entries leave a chain through `HListWriter::remove`, whose `Unlinked` defers
+//!   the chain's reference past every reader pinned at that moment.
+//!
+//! No resizing: the bucket count is fixed at creation from the expected size (as the kernel
+//! sizes its dentry hash once at boot). Resizing under lockless readers needs a second table
+//! and a migration protocol; a fixed table keeps every lookup one hash and one chain walk, and
+//! the negative bounds below are per bucket, so a table that is too small costs longer chains,
+//! not unbounded memory.
+
+use std::hash::{BuildHasher, RandomState};
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use udcache_rculist::epoch::{self, Guard};
+use udcache_rculist::{HListBl, HListWriter};
+
+use crate::entry::{ChainAdapter, Entry, NEGATIVE, ON_LRU, REFERENCED, UNHASHED, WORKINGSET};
+use crate::lru::Lru;
+use crate::stats::{C, Counters, Stats};
+use crate::sync::{AtomicU32, Ordering};
+use crate::trim::{self, GHOSTS};
+
+/// How a [`NegHash`] is sized and how hard it bounds negative entries.
+#[derive(Clone, Debug)]
+pub struct Config {
+    buckets: usize,
+    rule1: bool,
+    admission: bool,
+    negative_cap: Option<usize>,
+    negative_share: Option<f64>,
+}
+
+impl Config {
+    /// A table for about `entries` entries: a power of two with at most two entries per bucket
+    /// on average (at least 16 buckets). Both rules on, a cap of 6 negatives per bucket.
+    pub fn for_entries(entries: usize) -> Self {
+        Config::with_buckets((entries / 2).max(16))
+    }
+
+    /// A table with exactly `buckets` buckets (rounded up to a power of two).
+    pub fn with_buckets(buckets: usize) -> Self {
+        Config {
+            buckets: buckets.max(1).next_power_of_two(),
+            rule1: true,
+            admission: true,
+            negative_cap: Some(6),
+            negative_share: None,
+        }
+    }
+
+    /// Rule 1, the run rule of Linux's 2020 "increase poison resistance" series: when a
+    /// negative entry becomes unused, at most three unreferenced, settled negatives in a row
+    /// follow in its chain (the third is evicted). On by default.
+    pub fn with_rule1(mut self, on: bool) -> Self {
+        self.rule1 = on;
+        self
+    }
+
+    /// Scan resistance (see [`trim`](crate::trim)): admission — a first-time negative that
+    /// would lengthen a full run is evicted itself rather than an older entry — and ghosts — a
+    /// negative re-created soon after its eviction is protected as a refault. On by default;
+    /// off gives the 2020 rule exactly.
+    pub fn with_admission(mut self, on: bool) -> Self {
+        self.admission = on;
+        self
+    }
+
+    /// Whether admission is on.
+    pub fn admission(&self) -> bool {
+        self.admission
+    }
+
+    /// Rule 2: at most `cap` negative entries per bucket, whatever their referenced bits (the
+    /// victim is chosen by second chance among the bucket's settled negatives). `None` turns it
+    /// off. Default `Some(6)`.
+    pub fn with_negative_cap(mut self, cap: Option<usize>) -> Self {
+        self.negative_cap = cap.map(|c| c.max(1));
+        self
+    }
+
+    /// A global cap: negatives may make up at most this share of all entries; beyond it, each
+    /// negative release evicts the oldest unused negative. Default off.
+    pub fn with_negative_share(mut self, share: Option<f64>) -> Self {
+        self.negative_share = share;
+        self
+    }
+
+    /// Buckets.
+    pub fn buckets(&self) -> usize {
+        self.buckets
+    }
+
+    /// The per-bucket cap of rule 2, if on.
+    pub fn cap(&self) -> Option<usize> {
+        self.negative_cap
+    }
+
+    /// Whether rule 1 is on.
+    pub fn rule1(&self) -> bool {
+        self.rule1
+    }
+}
+
+/// A concurrent hash table keyed by `(parent id, name bytes)` whose negative entries stay
+/// bounded per bucket under any flood. See the [crate docs](crate) for the mechanism.
+pub struct NegHash<V: Send + Sync + 'static> {
+    buckets: Box<[HListBl<ChainAdapter<V>>]>,
+    lru: Lru<V>,
+    hasher: RandomState,
+    config: Config,
+    counters: Counters,
+    /// Per bucket, hashes of recently evicted negatives (0: empty); under the bucket lock.
+    ghosts: Box<[[AtomicU32; GHOSTS]]>,
+}
+
+/// What [`NegHash::bucket_shape`] reports of one entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// A negative entry.
+    pub negative: bool,
+    /// Held by a [`Held`] handle.
+    pub held: bool,
+    /// Protected by a second chance: referenced by a lookup, or a refault (working set).
+    pub referenced: bool,
+    /// On the LRU.
+    pub on_lru: bool,
+}
+
+/// Proof that the caller holds one bucket's lock, with the chain writer it grants.
+pub(crate) struct BucketLock<'t, V: Send + Sync + 'static> {
+    pub(crate) chain: HListWriter<'t, ChainAdapter<V>>,
+    index: usize,
+}
+
+impl<V: Send + Sync + 'static> BucketLock<'_, V> {
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+}
+
+impl<V: Send + Sync + 'static> NegHash<V> {
+    /// An empty table.
+    pub fn new(config: Config) -> Self {
+        let n = config.buckets;
+        let shards = std::thread::available_parallelism().map_or(4, |p| p.get() * 4).min(n);
+        NegHash {
+            buckets: (0..n).map(|_| HListBl::new()).collect(),
+            lru: Lru::new(shards),
+            hasher: RandomState::new(),
+            config,
+            counters: Counters::new(),
+            ghosts: (0..n).map(|_| std::array::from_fn(|_| AtomicU32::new(0))).collect(),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// `(key word, bucket)`: SipHash-1-3 of (parent, name) under this table's random keys.
+    fn locate(&self, parent: u64, name: &[u8]) -> (u64, usize) {
+        let h = self.hasher.hash_one((parent, name));
+        let key = (h << 32) | name.len() as u64;
+        (key, (h >> 32) as usize & (self.buckets.len() - 1))
+    }
+
+    pub(crate) fn lock_bucket(&self, index: usize) -> BucketLock<'_, V> {
+        BucketLock { chain: self.buckets[index].lock(), index }
+    }
+
+    pub(crate) fn chain(&self, lock: &BucketLock<'_, V>) -> &HListBl<ChainAdapter<V>> {
+        &self.buckets[lock.index]
+    }
+
+    pub(crate) fn lru(&self) -> &Lru<V> {
+        &self.lru
+    }
+
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn ghost_slot(&self, lock: &BucketLock<'_, V>, key: u64) -> (&AtomicU32, u32) {
+        let hash = (key >> 32) as u32 | 1; // never 0, the empty slot
+        (&self.ghosts[lock.index][(hash >> 1) as usize % GHOSTS], hash)
+    }
+
+    /// Records an evicted negative's hash in its bucket's ghost slots.
+    pub(crate) fn remember_evicted(&self, lock: &BucketLock<'_, V>, entry: &Entry<V>) {
+        let (slot, hash) = self.ghost_slot(lock, entry.key);
+        // Relaxed: ghosts are read and written only under the bucket lock, which orders them.
+        slot.store(hash, Ordering::Relaxed);
+    }
+
+    /// Whether a negative about to be inserted with `key` refaults (and forgets the ghost).
+    fn refault(&self, lock: &BucketLock<'_, V>, key: u64) -> bool {
+        let (slot, hash) = self.ghost_slot(lock, key);
+        // Relaxed: under the bucket lock, as in `remember_evicted`.
+        slot.load(Ordering::Relaxed) == hash && slot.swap(0, Ordering::Relaxed) == hash
+    }
+
+    /// Finds `(parent, name)` without locks. A hit sets the entry's referenced bit (a store only
+    /// when it is clear); nothing else is written.
+    pub fn lookup<'g>(
+        &'g self,
+        guard: &'g Guard,
+        parent: u64,
+        name: &[u8],
+    ) -> Option<&'g Entry<V>> {
+        let (key, b) = self.locate(parent, name);
+        let hit = self.buckets[b].find(guard, |e| e.matches(key, parent, name))?;
+        hit.touch();
+        Some(hit)
+    }
+
+    /// Finds `(parent, name)` and holds it: a held entry is never evicted.
+    pub fn get(&self, parent: u64, name: &[u8]) -> Option<Held<'_, V>> {
+        let (key, b) = self.locate(parent, name);
+        let guard = epoch::pin();
+        let entry = self.buckets[b].find_arc(&guard, |e| e.matches(key, parent, name))?;
+        entry.touch();
+        entry.try_hold()?;
+        let held = Held { entry, table: self, bucket: b, _not_send: PhantomData };
+        // Removed between the walk and the hold: a miss (dropping `held` releases it).
+        held.is_hashed().then_some(held)
+    }
+
+    /// Inserts a positive or negative entry, held by the returned handle. If the name is
+    /// present already, nothing is inserted and the present entry is returned, held, as `Err`.
+    pub fn insert(
+        &self,
+        parent: u64,
+        name: &[u8],
+        negative: bool,
+        value: V,
+    ) -> Result<Held<'_, V>, Held<'_, V>> {
+        let (key, b) = self.locate(parent, name);
+        let guard = epoch::pin();
+        let mut lock = self.lock_bucket(b);
+        // Under the bucket lock no entry on the chain is claimed (claims happen under it and
+        // finish before it is released), so `try_hold` cannot fail here.
+        if let Some(found) = self.buckets[b].find_arc(&guard, |e| e.matches(key, parent, name)) {
+            found.try_hold().expect("no claimed entry on a chain under its lock");
+            return Err(Held { entry: found, table: self, bucket: b, _not_send: PhantomData });
+        }
+        let state = match negative {
+            false => 0,
+            true if self.config.admission && self.refault(&lock, key) => NEGATIVE | WORKINGSET,
+            true => NEGATIVE,
+        };
+        let entry = Arc::new(Entry::new(key, parent, name, state, value));
+        if lock.chain.push_front(entry.clone()).is_err() {
+            unreachable!("a new entry is on no chain");
+        }
+        self.counters.add(b, C::Entries, 1);
+        if negative {
+            self.counters.add(b, C::Negative, 1);
+            trim::enforce_cap(self, &mut lock, &guard);
+        }
+        Ok(Held { entry, table: self, bucket: b, _not_send: PhantomData })
+    }
+
+    /// Evicts up to `n` unused entries, negatives first, oldest first, giving referenced ones a
+    /// second chance; returns how many were evicted. The memory-pressure hook.
+    pub fn shrink(&self, n: usize) -> usize {
+        let mut done = trim::shrink(self, n, true);
+        if done < n {
+            done += trim::shrink(self, n - done, false);
+        }
+        done
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        Stats {
+            entries: c.sum(C::Entries),
+            unused: c.sum(C::Unused),
+            negative: c.sum(C::Negative),
+            buckets: self.buckets.len() as u64,
+            evicted_rule1: c.sum(C::EvictRule1),
+            evicted_rule2: c.sum(C::EvictRule2),
+            evicted_global: c.sum(C::EvictGlobal),
+            evicted_shrink: c.sum(C::EvictShrink),
+        }
+    }
+
+    /// The entries on the chain of bucket `index`, newest first. Takes the bucket lock; for
+    /// tests and benchmarks that check the bounds.
+    pub fn bucket_shape(&self, index: usize) -> Vec<Shape> {
+        let guard = epoch::pin();
+        let _lock = self.lock_bucket(index);
+        self.buckets[index]
+            .iter(&guard)
+            .map(|e| Shape {
+                negative: e.has(NEGATIVE),
+                held: e.refs.load(Ordering::Relaxed) != 0,
+                referenced: e.is_protected(),
+                on_lru: e.has(ON_LRU),
+            })
+            .collect()
+    }
+
+    /// Number of buckets.
+    pub fn buckets(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// The bucket `(parent, name)` hashes to (stable for the table's life).
+    pub fn bucket_of(&self, parent: u64, name: &[u8]) -> usize {
+        self.locate(parent, name).1
+    }
+
+    /// Bytes one entry with a name of at most [`INLINE_NAME`](crate::INLINE_NAME) bytes costs:
+    /// the entry with its reference counts, plus one bucket head per entry at the given fill.
+    pub fn entry_bytes(&self) -> usize {
+        // An Arc allocation is the entry plus two counts.
+        std::mem::size_of::<Entry<V>>() + 2 * std::mem::size_of::<usize>()
+    }
+
+    /// Called by [`Held`]'s drop: the last release settles the entry.
+    fn release(&self, entry: &Arc<Entry<V>>, bucket: usize) {
+        // Release: pairs with the Acquire of an evictor's claim (the evictor sees our writes).
+        if entry.refs.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        let guard = epoch::pin();
+        let mut lock = self.lock_bucket(bucket);
+        // Acquire: pairs with other holders' Release decrements.
+        if entry.refs.load(Ordering::Acquire) != 0 || !entry.is_hashed() {
+            return;
+        }
+        self.lru.add(&lock, entry, &self.counters);
+        if entry.has(NEGATIVE) {
+            if self.config.rule1 {
+                trim::run_rule(self, &mut lock, entry, &guard);
+            }
+            trim::enforce_cap(self, &mut lock, &guard);
+            drop(lock);
+            if let Some(share) = self.config.negative_share {
+                trim::enforce_share(self, share);
+            }
+        }
+    }
+}
+
+impl<V: Send + Sync + 'static> std::fmt::Debug for NegHash<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NegHash")
+            .field("config", &self.config)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// A held entry: never evicted while the handle lives. Dropping it releases the hold; the last
+/// release of a negative entry runs the trimming rules on its bucket.
+pub struct Held<'t, V: Send + Sync + 'static> {
+    entry: Arc<Entry<V>>,
+    table: &'t NegHash<V>,
+    bucket: usize,
+    /// Releases lock a bucket and pin: keep handles on the thread that is done with them
+    /// (nothing breaks if moved, but the type stays simple).
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<V: Send + Sync + 'static> Held<'_, V> {
+    /// Turns a negative entry positive (the name was created). Returns false if it already was.
+    pub fn make_positive(&self) -> bool {
+        self.flip(false)
+    }
+
+    /// Turns a positive entry negative (the name was unlinked). Returns false if it already was.
+    pub fn make_negative(&self) -> bool {
+        self.flip(true)
+    }
+
+    fn flip(&self, to_negative: bool) -> bool {
+        let t = self.table;
+        let lock = t.lock_bucket(self.bucket);
+        if self.entry.has(NEGATIVE) == to_negative || !self.entry.is_hashed() {
+            return false;
+        }
+        // Release: pairs with the Acquire in `Entry::is_negative`.
+        if to_negative {
+            self.entry.state.fetch_or(NEGATIVE, Ordering::Release);
+        } else {
+            self.entry.state.fetch_and(!NEGATIVE, Ordering::Release);
+        }
+        t.counters.add(self.bucket, C::Negative, if to_negative { 1 } else { -1 });
+        t.lru.refile(&lock, &self.entry, !to_negative);
+        true
+    }
+
+    /// Takes the entry out of the table (it stays valid for this handle and for readers that
+    /// found it). Returns false if it was out already.
+    pub fn remove(&self) -> bool {
+        let t = self.table;
+        let mut lock = t.lock_bucket(self.bucket);
+        if !self.entry.is_hashed() {
+            return false;
+        }
+        trim::unhash(t, &mut lock, &self.entry);
+        true
+    }
+}
+
+impl<V: Send + Sync + 'static> Deref for Held<'_, V> {
+    type Target = Entry<V>;
+    fn deref(&self) -> &Entry<V> {
+        &self.entry
+    }
+}
+
+impl<V: Send + Sync + 'static> Drop for Held<'_, V> {
+    fn drop(&mut self) {
+        self.table.release(&self.entry, self.bucket);
+    }
+}
+
+impl<V: Send + Sync + std::fmt::Debug + 'static> std::fmt::Debug for Held<'_, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.entry, f)
+    }
+}
+
+/// Clears `REFERENCED` on `entry` (under its bucket lock).
+pub(crate) fn clear_referenced<V>(entry: &Entry<V>) {
+    entry.state.fetch_and(!REFERENCED, Ordering::Relaxed);
+}
+
+/// Marks `entry` unhashed (under its bucket lock).
+pub(crate) fn mark_unhashed<V>(entry: &Entry<V>) {
+    // Release: pairs with the Acquire in `Entry::is_hashed`.
+    entry.state.fetch_or(UNHASHED, Ordering::Release);
+}

@@ -1,0 +1,259 @@
+//! Keeping negative entries bounded: the run rule, the per-bucket cap, the global share, and
+//! `shrink`. Every function here that changes a chain takes the `BucketLock` (the proof that the chain is locked).
+//!
+//! # Victims
+//!
+//! Only *settled* entries are ever evicted by the rules: unused, hashed, on the LRU; and an
+//! eviction first claims the entry (`refs` 0 → `DEAD`), which fails if anyone holds it. So a
+//! positive entry is never evicted by a rule (they only look at negatives), and no held entry
+//! is evicted by anything.
+//!
+//! # Rule 1 — the run rule (Linux 2020, "dcache: increase poison resistance")
+//!
+//! When a negative entry becomes unused, its referenced bit is cleared and the entries that
+//! follow it in its chain are examined: in a run of negative, settled, unreferenced entries
+//! starting with it, the two after it are kept and the next is evicted — at most three in a row
+//! ([`MAX_RUN`]). Here every run of the chain is checked, not only the released entry's (see
+//! `trim_runs`), so the bound also holds after rule 2 or `shrink` spend second chances. New entries go to the front of a
+//! chain, so a flood of single-use misses keeps about three negatives per bucket. Lookups that
+//! hit set the referenced bit, which ends a run: negatives that real workloads reuse survive —
+//! and so does a flood that touches every name twice, which is why rule 2 exists.
+//!
+//! # Rule 2 — the cap
+//!
+//! A bucket holds at most `cap` negative entries whatever their bits say (held ones excepted:
+//! they cannot be evicted, so they can exceed it while held). Over the cap, the victim is the
+//! oldest settled negative that is not referenced; if all are referenced, all lose the bit
+//! (their second chance is spent) and the oldest goes.
+//!
+//! # Admission (on by default; [`Config::with_admission`](crate::Config::with_admission))
+//!
+//! The 2020 rule evicts the *oldest* of a run (the third after the released entry). Under a
+//! scan of unique names that pushes out every negative a workload made before the scan, even
+//! ones it will reuse. With admission on, a first-time negative (not referenced, not a refault)
+//! whose release would make its run longer than [`MAX_RUN`] is evicted itself instead: a
+//! negative must be missed twice (the second time as a refault, below) to displace settled
+//! ones. The bound is the same — at most three in a row — only the victim differs.
+//!
+//! # Ghosts: keeping the negatives a workload reuses
+//!
+//! A compile probes the same missing headers in every include directory, every time; a flood
+//! of unique names looks like it only between two compiles: both are unreferenced negatives
+//! then. To tell them apart each bucket keeps [`GHOSTS`] ghost slots holding the 32-bit hashes
+//! of negatives it recently evicted (a shadow entry, as Linux's page cache keeps for refaults).
+//! A negative inserted whose hash is in a ghost slot is a *refault*: it is born with the
+//! `WORKINGSET` bit, which protects it like `REFERENCED` (it does not count in runs, and rule 2
+//! passes it over once). Unique names never refault, so a flood gains nothing; the bounds do not
+//! depend on any bit, so nothing can defeat them. Cost: 16 bytes per bucket.
+//!
+//! # Shrink
+//!
+//! Pops the oldest entries of the LRU (negatives first when asked), giving a referenced entry
+//! a second chance (bit cleared, back to the LRU's tail) and evicting the rest if still
+//! unused. It pops with only the LRU lock, then takes the bucket lock: the lock order holds.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use udcache_rculist::epoch::{self, Guard};
+
+use crate::entry::{Entry, NEGATIVE};
+use crate::stats::C;
+use crate::table::{BucketLock, NegHash, clear_referenced, mark_unhashed};
+
+/// Takes `entry` off its chain and its LRU, fixing the counters. The entry stays valid for
+/// readers and holders until they let go.
+pub(crate) fn unhash<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    lock: &mut BucketLock<'_, V>,
+    entry: &Entry<V>,
+) {
+    let unlinked = lock.chain.remove(entry).expect("a hashed entry is on its bucket's chain");
+    mark_unhashed(entry);
+    t.lru().remove(lock, entry, t.counters());
+    t.counters().add(lock.index(), C::Entries, -1);
+    if entry.has(NEGATIVE) {
+        t.counters().add(lock.index(), C::Negative, -1);
+    }
+    drop(unlinked);
+}
+
+/// Claims and unhashes an unused entry; false if it is held (nothing changes then).
+fn evict<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    lock: &mut BucketLock<'_, V>,
+    entry: &Entry<V>,
+    why: C,
+) -> bool {
+    if !entry.is_hashed() || !entry.claim() {
+        return false;
+    }
+    if entry.has(NEGATIVE) && t.config().admission() {
+        t.remember_evicted(lock, entry);
+    }
+    unhash(t, lock, entry);
+    t.counters().add(lock.index(), why, 1);
+    true
+}
+
+fn settled_negative<V>(e: &Entry<V>) -> bool {
+    e.has(NEGATIVE) && e.is_settled()
+}
+
+/// Rule 1, run when `released` (negative) has just become unused and been put on the LRU.
+pub(crate) fn run_rule<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    lock: &mut BucketLock<'_, V>,
+    released: &Arc<Entry<V>>,
+    guard: &Guard,
+) {
+    clear_referenced(released);
+    if t.config().admission() && !released.is_protected() {
+        // Admission: a first-time negative joining a full run is the one that goes, so the
+        // entries that were there first (and may be reused) are not pushed out by a scan.
+        let run = t
+            .chain(lock)
+            .iter(guard)
+            .skip_while(|e| !std::ptr::eq(*e, &**released))
+            .take_while(|e| settled_negative(e) && !e.is_protected())
+            .count();
+        if run > MAX_RUN {
+            evict(t, lock, released, C::EvictRule1);
+            return;
+        }
+    }
+    trim_runs(t, lock, guard);
+}
+
+/// Evicts the fourth entry of every run of settled, unreferenced negatives in this chain.
+///
+/// The 2020 rule looks only at the run that starts with the entry being released; this looks
+/// at every run, so the bound ("at most three in a row") also holds after rule 2 or `shrink`
+/// clear referenced bits elsewhere in the chain. On a chain where only releases clear bits the
+/// two are the same: only the released entry's run can have grown.
+fn trim_runs<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    lock: &mut BucketLock<'_, V>,
+    guard: &Guard,
+) {
+    loop {
+        let mut run = 0;
+        let victim = t.chain(lock).iter(guard).find(|e| {
+            run = if settled_negative(e) && !e.is_protected() { run + 1 } else { 0 };
+            run > MAX_RUN
+        });
+        match victim {
+            Some(v) if evict(t, lock, v, C::EvictRule1) => {}
+            _ => return,
+        }
+    }
+}
+
+/// Rule 1 keeps at most this many settled, unreferenced negatives in a row.
+pub const MAX_RUN: usize = 3;
+
+/// Ghost slots per bucket (hashes of recently evicted negatives).
+pub const GHOSTS: usize = 4;
+
+/// Rule 2: evicts settled negatives of this bucket while there are more than the cap.
+pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    lock: &mut BucketLock<'_, V>,
+    guard: &Guard,
+) {
+    let Some(cap) = t.config().cap() else { return };
+    loop {
+        let (mut negatives, mut oldest_unreferenced, mut oldest) = (0, None, None);
+        for e in t.chain(lock).iter(guard) {
+            if !e.has(NEGATIVE) {
+                continue;
+            }
+            negatives += 1;
+            if e.is_settled() {
+                oldest = Some(e);
+                if !e.is_protected() {
+                    oldest_unreferenced = Some(e);
+                }
+            }
+        }
+        if negatives <= cap {
+            return;
+        }
+        let victim = match oldest_unreferenced {
+            Some(v) => v,
+            None => {
+                // Every settled negative was referenced: their second chance is spent.
+                t.chain(lock)
+                    .iter(guard)
+                    .filter(|e| settled_negative(e))
+                    .for_each(clear_referenced);
+                match oldest {
+                    Some(v) => v,
+                    None => return, // all negatives are held
+                }
+            }
+        };
+        if !evict(t, lock, victim, C::EvictRule2) {
+            return;
+        }
+        if t.config().rule1() && oldest_unreferenced.is_none() {
+            trim_runs(t, lock, guard);
+        }
+    }
+}
+
+/// The global share: if negatives exceed `share` of all entries, evict one old negative.
+pub(crate) fn enforce_share<V: Send + Sync + 'static>(t: &NegHash<V>, share: f64) {
+    let c = t.counters();
+    if c.sum(C::Negative) as f64 > share * c.sum(C::Entries) as f64 {
+        evict_from_lru(t, 1, true, C::EvictGlobal);
+    }
+}
+
+/// `shrink(n)` for one kind of entry.
+pub(crate) fn shrink<V: Send + Sync + 'static>(t: &NegHash<V>, n: usize, negative: bool) -> usize {
+    evict_from_lru(t, n, negative, C::EvictShrink)
+}
+
+/// Where the next LRU scan starts, so repeated small shrinks visit every shard.
+static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+
+fn evict_from_lru<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    n: usize,
+    negative: bool,
+    why: C,
+) -> usize {
+    let shards = t.lru().shards();
+    // Relaxed: only spreads scans over shards.
+    let mut shard = NEXT_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % shards;
+    let (mut evicted, mut scanned, mut empty) = (0, 0, 0);
+    while evicted < n && scanned < 2 * n + shards && empty < shards {
+        let Some(e) = t.lru().pop(shard, negative, t.counters()) else {
+            empty += 1;
+            shard = (shard + 1) % shards;
+            continue;
+        };
+        empty = 0;
+        scanned += 1;
+        let guard = epoch::pin();
+        let mut lock = t.lock_bucket(t.bucket_of(e.parent(), e.name()));
+        if !e.is_hashed() || e.refs.load(crate::sync::Ordering::Relaxed) != 0 {
+            continue; // gone, or held again: its last release puts it back on the LRU
+        }
+        if e.is_protected() {
+            e.spend_chance();
+            t.lru().add(&lock, &e, t.counters());
+            if t.config().rule1() && e.has(NEGATIVE) {
+                trim_runs(t, &mut lock, &guard);
+            }
+            continue;
+        }
+        if evict(t, &mut lock, &e, why) {
+            evicted += 1;
+        }
+        drop(guard);
+        shard = (shard + 1) % shards;
+    }
+    evicted
+}

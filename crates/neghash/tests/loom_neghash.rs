@@ -1,0 +1,39 @@
+//! Loom model: a lockless lookup racing inserts that trigger trimming on the same bucket.
+//! `RUSTFLAGS="--cfg loom --cfg crossbeam_loom" cargo test --release -p udcache-neghash --test loom_neghash`
+#![cfg(loom)]
+
+use udcache_neghash::{Config, NegHash, epoch};
+
+#[test]
+fn lookup_vs_insert_and_trim_on_one_bucket() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(|| {
+        // One bucket, a cap of one negative: the second negative's release evicts the first.
+        let table = std::sync::Arc::new(NegHash::<u32>::new(
+            Config::with_buckets(1).with_negative_cap(Some(1)).with_rule1(false),
+        ));
+        drop(table.insert(0, b"stable", false, 7).unwrap());
+        drop(table.insert(0, b"old-miss", true, 0).unwrap());
+
+        let reader = {
+            let table = table.clone();
+            loom::thread::spawn(move || {
+                let guard = epoch::pin();
+                // Present for the whole walk: must be found, positive, intact.
+                let e = table.lookup(&guard, 0, b"stable").expect("stable entry missed");
+                assert!(!e.is_negative());
+                assert_eq!(*e.value(), 7);
+                // Being evicted concurrently: found or not, but intact if found.
+                if let Some(m) = table.lookup(&guard, 0, b"old-miss") {
+                    assert_eq!(m.name(), b"old-miss");
+                }
+            })
+        };
+        drop(table.insert(0, b"new-miss", true, 0).unwrap());
+        reader.join().unwrap();
+
+        let s = table.stats();
+        assert_eq!((s.entries, s.negative, s.evicted_rule2), (2, 1, 1));
+    });
+}
