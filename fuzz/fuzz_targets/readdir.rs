@@ -118,7 +118,10 @@ fn model(input: &Input) {
                 let got = dir.lookup(MemDir::name(id).as_bytes());
                 if dir.is_complete() && pending.is_empty() {
                     let want = dir.backend().contains(id);
-                    assert!(matches!((&got, want), (Lookup::Present(_), true) | (Lookup::Absent, false)));
+                    assert!(matches!(
+                        (&got, want),
+                        (Lookup::Present(_), true) | (Lookup::Absent, false)
+                    ));
                 }
             }
             Op::Other { max } => {
@@ -143,7 +146,8 @@ impl Backend for Hostile {
             return Err(FillError::UnknownCookie);
         }
         let (cookies, eof, v) = &self.fills[(cookie % self.fills.len() as u64) as usize];
-        let entries = cookies.iter().take(max).map(|&c| Entry::new(c.to_string(), c, 0, c)).collect();
+        let entries =
+            cookies.iter().take(max).map(|&c| Entry::new(c.to_string(), c, 0, c)).collect();
         let verifier = Verifier(if self.steady { 0 } else { u64::from(*v % 3) });
         Ok(Fill { entries, eof: *eof, verifier })
     }

@@ -320,6 +320,51 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             .collect()
     }
 
+    /// Checks the table's invariants; call it while no other thread changes the table.
+    ///
+    /// Per bucket: unused negatives at most the cap (rule 2); no run of more than
+    /// [`MAX_RUN`](crate::trim::MAX_RUN) settled, unprotected negatives (rule 1); every unused
+    /// entry on the LRU. Overall: the counters agree with the chains. Returns the first
+    /// violation found, described.
+    pub fn verify(&self) -> Result<(), String> {
+        let (mut entries, mut negatives, mut on_lru) = (0, 0, 0);
+        for b in 0..self.buckets.len() {
+            let shape = self.bucket_shape(b);
+            entries += shape.len();
+            negatives += shape.iter().filter(|s| s.negative).count();
+            on_lru += shape.iter().filter(|s| s.on_lru).count();
+            let unused_negatives = shape.iter().filter(|s| s.negative && !s.held).count();
+            if let Some(cap) = self.config.negative_cap
+                && unused_negatives > cap
+            {
+                return Err(format!(
+                    "bucket {b}: {unused_negatives} unused negatives > cap {cap}: {shape:?}"
+                ));
+            }
+            let mut run = 0;
+            for s in &shape {
+                if !s.held && !s.on_lru {
+                    return Err(format!("bucket {b}: an unused entry is off the LRU: {shape:?}"));
+                }
+                run = if s.negative && !s.held && !s.referenced { run + 1 } else { 0 };
+                if self.config.rule1 && run > trim::MAX_RUN {
+                    return Err(format!(
+                        "bucket {b}: a run of {run} unreferenced negatives: {shape:?}"
+                    ));
+                }
+            }
+        }
+        let s = self.stats();
+        let counted = (s.entries as usize, s.negative as usize, s.unused as usize);
+        if counted != (entries, negatives, on_lru) {
+            return Err(format!(
+                "counters (entries, negative, unused) {counted:?} != chains {:?}",
+                (entries, negatives, on_lru)
+            ));
+        }
+        Ok(())
+    }
+
     /// Number of buckets.
     pub fn buckets(&self) -> usize {
         self.buckets.len()

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use udcache_neghash::{Config, Held, NegHash, epoch, trim::MAX_RUN};
+use udcache_neghash::{Config, Held, NegHash, epoch};
 
 type Key = (u64, Vec<u8>);
 
@@ -56,7 +56,7 @@ impl Model<'_> {
     }
 }
 
-fn check(table: &NegHash<()>, model: &mut Model<'_>, config: &Config) -> Result<(), TestCaseError> {
+fn check(table: &NegHash<()>, model: &mut Model<'_>) -> Result<(), TestCaseError> {
     let guard = epoch::pin();
     // Entries the model expects: positives and held ones must be there; unused negatives may
     // have been evicted (and unused positives by shrink, which syncs the model itself).
@@ -75,40 +75,9 @@ fn check(table: &NegHash<()>, model: &mut Model<'_>, config: &Config) -> Result<
     let stats = table.stats();
     prop_assert_eq!(stats.entries as usize, model.entries.len(), "no phantom entries");
     prop_assert_eq!(stats.negative as usize, model.entries.values().filter(|n| **n).count());
-    let mut on_lru = 0;
-    for b in 0..table.buckets() {
-        let shape = table.bucket_shape(b);
-        on_lru += shape.iter().filter(|s| s.on_lru).count();
-        let negatives = shape.iter().filter(|s| s.negative).count();
-        let held_negatives = shape.iter().filter(|s| s.negative && s.held).count();
-        if let Some(cap) = config.cap() {
-            // Held negatives cannot be evicted (a held entry turned negative counts only once
-            // released): the cap bounds the unused ones.
-            prop_assert!(
-                negatives - held_negatives <= cap,
-                "bucket {} over the cap: {:?}",
-                b,
-                shape
-            );
-        }
-        if config.rule1() {
-            let mut run = 0;
-            for s in &shape {
-                run = if s.negative && !s.held && s.on_lru && !s.referenced { run + 1 } else { 0 };
-                prop_assert!(
-                    run <= MAX_RUN,
-                    "bucket {} has a run over {}: {:?}",
-                    b,
-                    MAX_RUN,
-                    shape
-                );
-            }
-        }
-        for s in &shape {
-            prop_assert!(s.held || s.on_lru, "an unused entry is off the LRU: {:?}", shape);
-        }
+    if let Err(e) = table.verify() {
+        return Err(TestCaseError::fail(e));
     }
-    prop_assert_eq!(stats.unused as usize, on_lru);
     Ok(())
 }
 
@@ -196,7 +165,7 @@ fn run(config: Config, ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             _ => {}
         }
-        check(&table, &mut model, &config)?;
+        check(&table, &mut model)?;
     }
     Ok(())
 }

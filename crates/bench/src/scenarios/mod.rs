@@ -7,10 +7,10 @@ use crate::Options;
 use crate::report::Report;
 
 mod gp_batch;
-mod readdir_modified;
 mod include_path;
 mod map_lookup;
 mod neg_flood;
+mod readdir_modified;
 mod selftest;
 
 /// A runnable benchmark scenario.
