@@ -14,7 +14,9 @@
 //! compiles). Summary field:
 //! `include_negative_hit_rate` (for `full`), and the same for the other variants.
 
-use udcache_neghash::{Config, NegHash, epoch};
+use udcache_neghash::{NegHash, epoch};
+
+use super::neg_flood::config;
 
 use crate::Options;
 use crate::report::{Report, Row};
@@ -22,15 +24,6 @@ use crate::report::{Report, Row};
 const DIRS: u64 = 11;
 const HEADERS: u64 = 300;
 const FLOOD_PARENT: u64 = 1000;
-
-fn config(variant: &str, buckets: usize) -> Config {
-    let c = Config::with_buckets(buckets);
-    match variant {
-        "unbounded" => c.with_rule1(false).with_negative_cap(None),
-        "rule1" => c.with_admission(false).with_negative_cap(None),
-        _ => c.with_negative_cap(Some(6)),
-    }
-}
 
 #[derive(Default)]
 struct Counts {

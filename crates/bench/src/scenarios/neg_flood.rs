@@ -23,7 +23,9 @@ use crate::report::{Report, Row};
 
 const CAP: usize = 6;
 
-fn config(variant: &str, buckets: usize) -> Config {
+/// The table for a variant: `unbounded` (no trimming), `rule1` (the 2020 rule exactly), `full`
+/// (everything: rule 1 with admission and ghosts, and the per-bucket cap).
+pub(super) fn config(variant: &str, buckets: usize) -> Config {
     let c = Config::with_buckets(buckets);
     match variant {
         "unbounded" => c.with_rule1(false).with_negative_cap(None),
