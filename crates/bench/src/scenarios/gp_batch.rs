@@ -10,8 +10,10 @@
 //!
 //! Then the same with the work unit at 0, for the raw cost of an alloc/free pair.
 //!
-//! Each row's `latency_objects` is what the grace-period latency requires at the pool's rate
-//! (objects/s × `gp_latency_us`): the pool's peak should stay near `batch + latency_objects`.
+//! Each row's `latency_objects` is what the median grace-period latency requires at the pool's
+//! rate (objects/s × `gp_latency_us`), `latency_max_objects` what the worst one seen requires
+//! (a reader preempted while pinned holds every grace period back for a scheduler quantum: the
+//! pool grows through it rather than stall, and keeps those objects in circulation).
 //!
 //! Summary fields: `min_ratio_pool`, `min_ratio_cond_sync`, `stalls`, `max_peak_over_batch`,
 //! `pool_overhead_ns`, plus `gp_latency_us` (median time from `start_poll` to completion with
@@ -93,9 +95,9 @@ fn batch_loop(pool: &GpPool<Inode>, b: usize, pairs: usize, work_iters: u64) -> 
     start.elapsed().as_nanos() as f64 / (rounds * b) as f64
 }
 
-/// Median µs from `start_poll` to `poll` seeing it complete, while the reader runs.
-fn gp_latency_us(samples: usize) -> f64 {
-    let v = (0..samples)
+/// µs from `start_poll` to `poll` seeing it complete, while the reader runs: (median, max).
+fn gp_latency_us(samples: usize) -> (f64, f64) {
+    let v: Vec<f64> = (0..samples)
         .map(|_| {
             let c = udcache_gp::start_poll();
             let t = Instant::now();
@@ -105,7 +107,8 @@ fn gp_latency_us(samples: usize) -> f64 {
             t.elapsed().as_nanos() as f64 / 1000.0
         })
         .collect();
-    median(v)
+    let max = v.iter().copied().fold(0.0, f64::max);
+    (median(v), max)
 }
 
 struct Measured {
@@ -141,14 +144,14 @@ pub fn run(opts: &Options) -> Report {
     let mut report = Report::new("gp-batch");
     let (mut min_pool, mut min_cond, mut stalls, mut max_peak, mut overhead) =
         (f64::INFINITY, f64::INFINITY, 0u64, 0f64, f64::NEG_INFINITY);
-    let mut latency = 0.0;
+    let (mut latency, mut latency_max) = (0.0, 0.0);
     std::thread::scope(|s| {
         s.spawn(|| {
             while !stop.load(Ordering::Relaxed) {
                 black_box(udcache_gp::pin());
             }
         });
-        latency = gp_latency_us(if opts.quick { 200 } else { 1000 });
+        (latency, latency_max) = gp_latency_us(if opts.quick { 200 } else { 1000 });
         for &b in &BATCHES {
             let m = measure(b, pairs, rounds, work_iters);
             let raw = measure(b, pairs, rounds, 0);
@@ -176,6 +179,7 @@ pub fn run(opts: &Options) -> Report {
                     .with("pool_stalls", m[2].stalls + raw[2].stalls)
                     .with("pool_peak", peak)
                     .with("latency_objects", (pool * latency / 1e6).ceil())
+                    .with("latency_max_objects", (pool * latency_max / 1e6).ceil())
                     .with("raw_pool_peak", raw[2].peak)
                     .with("raw_immediate_ns", raw[0].ns[0])
                     .with("raw_cond_sync_ns", raw[1].ns[0])
@@ -192,6 +196,7 @@ pub fn run(opts: &Options) -> Report {
             .with("max_peak_over_batch", max_peak)
             .with("pool_overhead_ns", overhead)
             .with("gp_latency_us", latency)
+            .with("gp_latency_max_us", latency_max)
             .with("work_ns", work_ns),
     );
     report
