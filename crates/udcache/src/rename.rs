@@ -163,15 +163,18 @@ impl crate::Dcache {
         crate::validate_name(new_name)?;
         self.check_dir(new_parent)?;
         let guard = udcache_neghash::epoch::pin();
-        let _section = self.write_section();
-        let names = self.lock_names((old_parent, old_name), Some((new_parent, new_name)));
-        let Some(source) = self.dentry(old_parent, old_name) else { return Err(Error::NotFound) };
-        let Some(moving) = source.value().load(&guard) else { return Err(Error::NotFound) };
-        match self.step(&guard, new_parent, new_name) {
-            crate::Lookup::Hit(target) if std::ptr::eq(target, moving) => return Ok(()),
-            crate::Lookup::Hit(_) if mode == RenameMode::NoReplace => return Err(Error::Exists),
-            _ => {}
+        let (from, to) = ((old_parent, old_name), (new_parent, new_name));
+        // Checked before the section (a refused rename disturbs no walker), and again inside.
+        if !self.rename_allowed(&guard, from, to, mode)? {
+            return Ok(());
         }
+        let _section = self.write_section();
+        let names = self.lock_names(from, Some(to));
+        if !self.rename_allowed(&guard, from, to, mode)? {
+            return Ok(());
+        }
+        // Positive under the name lock (checked above): held, it cannot go.
+        let source = self.dentry(old_parent, old_name).ok_or(Error::NotFound)?;
         let inode = self.detach(&source, &guard, &names, self.unlink_policy());
         drop(source);
         inode.remove_alias(old_parent, old_name);
@@ -184,5 +187,25 @@ impl crate::Dcache {
             inode.set_parent(new_parent);
         }
         Ok(())
+    }
+
+    /// Whether the rename `from` → `to` has something to do (`Ok(false)`: the target is the
+    /// source's inode already), or why it is refused.
+    fn rename_allowed(
+        &self,
+        guard: &udcache_neghash::epoch::Guard,
+        from: (u64, &[u8]),
+        to: (u64, &[u8]),
+        mode: RenameMode,
+    ) -> Result<bool, crate::Error> {
+        use crate::{Error, Lookup};
+        let Lookup::Hit(moving) = self.step(guard, from.0, from.1) else {
+            return Err(Error::NotFound);
+        };
+        match self.step(guard, to.0, to.1) {
+            Lookup::Hit(target) if std::ptr::eq(target, moving) => Ok(false),
+            Lookup::Hit(_) if mode == RenameMode::NoReplace => Err(Error::Exists),
+            _ => Ok(true),
+        }
     }
 }
