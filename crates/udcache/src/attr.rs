@@ -21,7 +21,7 @@
 //! fence-based sequence lock of H.-J. Boehm, "Can seqlocks get along with programming language
 //! memory models?" (2012); it costs the same loads as the crate's version.
 
-use crate::sync::{AtomicU64, Ordering, fence};
+use crate::sync::{AtomicU64, Ordering, fence, spin};
 
 /// The stat fields a filesystem caches. Times are (seconds, nanoseconds) since the epoch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -111,7 +111,7 @@ impl AttrCell {
             // even value sees every word that writer stored.
             let s1 = self.seq.load(Ordering::Acquire);
             if s1 & 1 == 1 {
-                std::hint::spin_loop();
+                spin();
                 continue;
             }
             let mut w = [0u64; WORDS];
@@ -134,7 +134,7 @@ impl AttrCell {
         let mut s = self.seq.load(Ordering::Relaxed);
         loop {
             if s & 1 == 1 {
-                std::hint::spin_loop();
+                spin();
                 s = self.seq.load(Ordering::Relaxed);
                 continue;
             }

@@ -64,7 +64,7 @@ pub enum UnlinkPolicy {
 #[derive(Clone, Debug)]
 pub struct Config {
     names: udcache_neghash::Config,
-    inodes: usize,
+    inodes: udcache_neghash::Config,
     unlink: UnlinkPolicy,
 }
 
@@ -73,15 +73,17 @@ impl Config {
     pub fn for_entries(entries: usize) -> Self {
         Config {
             names: udcache_neghash::Config::for_entries(entries),
-            inodes: entries,
+            inodes: udcache_neghash::Config::for_entries(entries),
             unlink: UnlinkPolicy::Negative,
         }
     }
 
-    /// Exactly `buckets` name-table buckets (rounded up to a power of two).
+    /// Exactly `buckets` buckets (rounded up to a power of two) in the name table, and as
+    /// many in the inode table.
     pub fn with_buckets(mut self, buckets: usize) -> Self {
         let cap = self.names.cap();
         self.names = udcache_neghash::Config::with_buckets(buckets).with_negative_cap(cap);
+        self.inodes = udcache_neghash::Config::with_buckets(buckets);
         self
     }
 
@@ -132,7 +134,7 @@ impl Dcache {
     pub fn new(config: Config) -> Self {
         let cache = Dcache {
             names: NegHash::new(config.names),
-            inodes: NegHash::new(udcache_neghash::Config::for_entries(config.inodes)),
+            inodes: NegHash::new(config.inodes),
             name_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             inode_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             rename: RenameSeq::new(),

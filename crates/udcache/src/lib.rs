@@ -86,16 +86,18 @@
 //! [`Dcache::forget`], [`Dcache::count_lookup`], [`Dcache::getattr`], [`Dcache::setattr`],
 //! [`Dcache::walk`] with the rename-sequence validation and locked fallback,
 //! [`Dcache::resolve`] with a [`Filesystem`] and coalesced misses, [`Stats`] printable like
-//! `dentry-state`; unit tests, a coalescing test with real threads, a rename-storm stress test
-//! with an oracle, and a loom model of the attribute snapshot.
+//! `dentry-state`; unit tests of every operation and refusal, coalescing tests with real
+//! threads, a rename-storm stress test with an oracle (`tests/storm.rs`), and loom models of a
+//! walk against the rename of a directory on its path and of `getattr` against `setattr`
+//! (`tests/loom_walk.rs`).
 //!
 //! Not yet (the rest of issue 7): dentries and inodes from `udcache-gp` pools (they are `Arc`s
 //! released through the epoch, which is safe but not recycled); per-dentry sequence counts,
 //! reference counts and flags of their own (a dentry is a neghash entry); child lists
 //! (positive children iteration, `walk` with skip-siblings, `invalidate` of a subtree);
 //! rename exchange; `shrink(n)` of positive dentries and inodes; readdir through
-//! `udcache-readdir` (and complete directories answering misses); the loom models of lookup vs
-//! rename and lookup vs unlink+reuse; the `udcache-stress` binary, the benchmarks, the C ABI
+//! `udcache-readdir` (and complete directories answering misses); a loom model of lookup vs
+//! unlink and reuse of an inode (there is no reuse yet); the `udcache-stress` binary, the benchmarks, the C ABI
 //! and the fuzz target.
 
 pub mod attr;
