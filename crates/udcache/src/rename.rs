@@ -9,7 +9,8 @@
 //!   a path resolves to — `rename` (always), `unlink` of a directory, and `forget` that drops a
 //!   directory's names. Changes to leaves (add, unlink or forget of a non-directory, add of any
 //!   name) open none: a walk reads each leaf with a single atomic lookup, which is a state at
-//!   one instant by itself.
+//!   one instant by itself. The last `forget` of a non-directory takes the rename lock without
+//!   a section: the names it drops must not be moved by a rename meanwhile.
 //! - **Lock order**: rename lock, then an inode stripe lock, then name stripe locks (ascending),
 //!   then an inode's alias list, then neghash's bucket and LRU locks.
 //! - **What a lockless walker may observe**: any mixture of states while a section is open; it

@@ -6,7 +6,8 @@
 //! walker reads the version before and after each walk; every inode a walk found must have
 //! been named by that path in an interval that overlaps the walk. Every found inode is also
 //! checked intact (its data is derived from its number), which a freed and reused one would
-//! fail. Runs 1.5 s; `UDCACHE_STORM_SECS=60` for a longer run.
+//! fail. Paths through `..` check that a moved directory's parent link is never seen out of
+//! step with its name. Runs 1.5 s; `UDCACHE_STORM_SECS=60` for a longer run.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -29,13 +30,14 @@ fn fname(k: usize) -> Vec<u8> {
     format!("f{k}").into_bytes()
 }
 
+/// SplitMix64: deterministic randomness without a dependency.
 struct Rng(u64);
 impl Rng {
     fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let z = (self.0 ^ (self.0 >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % n as u64) as usize
     }
 }
 
@@ -60,6 +62,7 @@ impl Model {
                 let path = format!("{prefix}{}", String::from_utf8_lossy(name));
                 if DIRS.contains(&ino) || SUBS.contains(&ino) {
                     stack.push((ino, format!("{path}/")));
+                    out.insert(format!("{path}/.."), dir);
                 }
                 out.insert(path, ino);
             }
@@ -190,6 +193,7 @@ fn candidate_paths() -> Vec<String> {
         }
         for s in 0..SUBS.len() {
             paths.push(format!("d{d}/s{s}"));
+            paths.push(format!("d{d}/s{s}/.."));
             paths.push(format!("d{d}/s{s}/g0"));
             for k in 0..FILES {
                 paths.push(format!("d{d}/s{s}/f{k}"));
