@@ -376,19 +376,21 @@ impl Dcache {
     pub fn forget(&self, ino: u64, n: u64) -> Result<(), Error> {
         loop {
             let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
-            if ino == ROOT_INO || n > inode.lookups() {
-                let have = inode.lookups();
-                return Err(Error::BadForget { ino, have, asked: n });
+            if ino == ROOT_INO {
+                return Err(Error::BadForget { ino, have: inode.lookups(), asked: n });
             }
             if n == 0 {
                 return Ok(());
             }
-            let last = n == inode.lookups();
-            let rename = last.then(|| self.rename.hold(inode.kind() == FileType::Directory));
+            // The last forget (or a refused one) excludes renames, and the last of a
+            // directory opens a section: see `drop_inode`.
+            let (dir, seen) = (inode.kind() == FileType::Directory, inode.lookups());
+            let (last, section) = (n >= seen, dir && n == seen);
+            let rename = last.then(|| self.rename.hold(section));
             let _inode_lock = self.lock_inode(ino);
             let have = inode.lookups();
             let current = self.inode_arc(ino).is_some_and(|i| Arc::ptr_eq(&i, &inode));
-            if !current || (n == have) != last {
+            if !current || (n >= have) != last || (dir && n == have) != section {
                 continue; // raced another add or forget: look again
             }
             if n > have {

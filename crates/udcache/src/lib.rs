@@ -87,7 +87,8 @@
 //! [`Dcache::walk`] with the rename-sequence validation and locked fallback,
 //! [`Dcache::resolve`] with a [`Filesystem`] and coalesced misses, [`Stats`] printable like
 //! `dentry-state`; unit tests of every operation and refusal, coalescing tests with real
-//! threads, a rename-storm stress test with an oracle (`tests/storm.rs`), and loom models of a
+//! threads, a rename-storm stress test with an oracle (`tests/storm.rs`), a writers-vs-writers
+//! stress test with a consistency check (`tests/writers.rs`), and loom models of a
 //! walk against the rename of a directory on its path and of `getattr` against `setattr`
 //! (`tests/loom_walk.rs`).
 //!
