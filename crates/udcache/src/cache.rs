@@ -9,7 +9,9 @@
 //! - **Inode table** (`inodes`): a second neghash table holding only positive entries, keyed
 //!   `(0, ino as 8 bytes)`, value `Arc<Inode>`; lock-free to read (for `getattr`, `..` and the
 //!   walk's root). An inode is on it from its first `add` until `forget` takes its lookup count
-//!   to zero.
+//!   to zero. A new inode is reachable through its first dentry a moment before it is on the
+//!   table (both under its stripe lock, so `forget` and `count_lookup` wait for it; a racing
+//!   `getattr` may answer [`Error::UnknownInode`]).
 //! - **Name stripe locks** (`name_locks`, `NameLock` is the proof): every writer of a name's
 //!   slot or `NEGATIVE` bit holds the stripe of `(parent, name)`. Two stripes are taken in
 //!   ascending order.
