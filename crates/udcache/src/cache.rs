@@ -1,0 +1,493 @@
+//! The cache: dentries on the neghash name table, inodes on a second table, and the writers'
+//! locks.
+//!
+//! # Rules
+//!
+//! - **Name table** (`names`): a dentry is a neghash entry keyed `(parent ino, name)` whose
+//!   value is a `Slot` (`dentry.rs`; null: negative; else the inode). Lookups take no lock and write only
+//!   neghash's referenced bit, and only when clear.
+//! - **Inode table** (`inodes`): a second neghash table holding only positive entries, keyed
+//!   `(0, ino as 8 bytes)`, value `Arc<Inode>`; lock-free to read (for `getattr`, `..` and the
+//!   walk's root). An inode is on it from its first `add` until `forget` takes its lookup count
+//!   to zero. A new inode is reachable through its first dentry a moment before it is on the
+//!   table (both under its stripe lock, so `forget` and `count_lookup` wait for it; a racing
+//!   `getattr` may answer [`Error::UnknownInode`]).
+//! - **Name stripe locks** (`name_locks`, `NameLock` is the proof): every writer of a name's
+//!   slot or `NEGATIVE` bit holds the stripe of `(parent, name)`. Two stripes are taken in
+//!   ascending order.
+//! - **Inode stripe locks** (`inode_locks`): held to create an inode, change its lookup count
+//!   or drop it, so `add` and `forget` of one number are serialised.
+//! - **Rename lock and sequence**: see [`crate::rename`].
+//! - **Lock order**: rename lock → inode stripe → name stripes (ascending) → an inode's alias
+//!   list → neghash's locks. No operation takes two inode stripes.
+//! - **Publish and retire**: an inode becomes reachable by a `Release` store of a slot or a
+//!   neghash insert (both `Release`); a slot's count on an inode and a removed entry are
+//!   released through the epoch, after every reader pinned at the time.
+//! - **Eviction**: neghash's rules evict settled *negative* dentries at any time (the bound on
+//!   negatives); positive dentries and inodes are evicted by nothing (no `shrink` yet).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use udcache_neghash::{Held, NegHash, epoch, epoch::Guard};
+
+use crate::attr::Attr;
+use crate::dentry::{NameLock, Slot};
+use crate::error::Error;
+use crate::fetch::Inflight;
+use crate::inode::{FileType, Inode, InodeSpec};
+use crate::name::validate_name;
+use crate::rename::{RenameHold, RenameSeq};
+use crate::stats::{Events, Stats};
+use crate::sync::{Mutex, MutexGuard, lock};
+
+/// The root directory's inode number (FUSE's `FUSE_ROOT_ID`). Every cache starts with it.
+pub const ROOT_INO: u64 = 1;
+
+/// Writer lock stripes (names and inodes each): enough that unrelated writers rarely meet.
+const STRIPES: usize = 64;
+
+/// The parent id under which the inode table keys inode numbers.
+const INODE_KEY_PARENT: u64 = 0;
+
+/// What `unlink` (and the source of a `rename`) leaves behind, like Linux's
+/// `fs.dentry-negative` sysctl.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UnlinkPolicy {
+    /// The dentry turns negative: the next lookup of the name is answered "does not exist"
+    /// without asking the filesystem (`fs.dentry-negative = 0`, Linux's default).
+    #[default]
+    Negative,
+    /// The dentry is dropped: the next lookup misses (`fs.dentry-negative = 1`).
+    Drop,
+}
+
+/// How a [`Dcache`] is sized and behaves.
+#[derive(Clone, Debug)]
+pub struct Config {
+    names: udcache_neghash::Config,
+    inodes: udcache_neghash::Config,
+    unlink: UnlinkPolicy,
+}
+
+impl Config {
+    /// A cache for about `entries` dentries (and as many inodes), negative cap per bucket 6.
+    pub fn for_entries(entries: usize) -> Self {
+        Config {
+            names: udcache_neghash::Config::for_entries(entries),
+            inodes: udcache_neghash::Config::for_entries(entries),
+            unlink: UnlinkPolicy::Negative,
+        }
+    }
+
+    /// Exactly `buckets` buckets (rounded up to a power of two) in the name table, and as
+    /// many in the inode table.
+    pub fn with_buckets(mut self, buckets: usize) -> Self {
+        let cap = self.names.cap();
+        self.names = udcache_neghash::Config::with_buckets(buckets).with_negative_cap(cap);
+        self.inodes = udcache_neghash::Config::with_buckets(buckets);
+        self
+    }
+
+    /// At most `cap` unused negative dentries per bucket (`None`: no cap, only the run rule).
+    pub fn with_negative_cap(mut self, cap: Option<usize>) -> Self {
+        self.names = self.names.with_negative_cap(cap);
+        self
+    }
+
+    /// What unlink leaves behind.
+    pub fn with_unlink_policy(mut self, policy: UnlinkPolicy) -> Self {
+        self.unlink = policy;
+        self
+    }
+}
+
+/// What [`Dcache::lookup`] found.
+#[derive(Clone, Copy, Debug)]
+pub enum Lookup<'g> {
+    /// A positive dentry: the name exists and is this inode.
+    Hit(&'g Inode),
+    /// A negative dentry: the name is known not to exist.
+    Negative,
+    /// Nothing cached: ask the filesystem.
+    Miss,
+}
+
+/// A directory-entry cache: names, inodes and remembered misses, read without locks.
+/// See the [crate docs](crate).
+pub struct Dcache {
+    names: NegHash<Slot>,
+    inodes: NegHash<Arc<Inode>>,
+    name_locks: Box<[Mutex<()>]>,
+    inode_locks: Box<[Mutex<()>]>,
+    pub(crate) rename: RenameSeq,
+    pub(crate) events: Events,
+    pub(crate) inflight: Inflight,
+    unlink: UnlinkPolicy,
+    clock: Instant,
+}
+
+fn ino_key(ino: u64) -> [u8; 8] {
+    ino.to_le_bytes()
+}
+
+impl Dcache {
+    /// An empty cache holding only the root directory, [`ROOT_INO`].
+    pub fn new(config: Config) -> Self {
+        let cache = Dcache {
+            names: NegHash::new(config.names),
+            inodes: NegHash::new(config.inodes),
+            name_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            inode_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            rename: RenameSeq::new(),
+            events: Events::new(),
+            inflight: Inflight::new(),
+            unlink: config.unlink,
+            clock: Instant::now(),
+        };
+        let root = InodeSpec { ino: ROOT_INO, kind: FileType::Directory, fs_data: 0 };
+        let root = Arc::new(Inode::new(root, ROOT_INO, 1));
+        drop(cache.inodes.insert(INODE_KEY_PARENT, &ino_key(ROOT_INO), false, root));
+        cache
+    }
+
+    /// The cached inode numbered `ino`, borrowed for the guard's life. No lock.
+    pub fn inode<'g>(&'g self, guard: &'g Guard, ino: u64) -> Option<&'g Inode> {
+        self.inodes.lookup(guard, INODE_KEY_PARENT, &ino_key(ino)).map(|e| &**e.value())
+    }
+
+    fn inode_arc(&self, ino: u64) -> Option<Arc<Inode>> {
+        self.inodes.get(INODE_KEY_PARENT, &ino_key(ino)).map(|h| h.value().clone())
+    }
+
+    /// Looks `name` up in directory `parent` without locks; a hit writes nothing shared but
+    /// neghash's referenced bit (once). Counts no lookup (see [`Dcache::resolve`]).
+    ///
+    /// ```
+    /// use udcache::{Config, Dcache, FileType, InodeSpec, Lookup, ROOT_INO, epoch};
+    /// let cache = Dcache::new(Config::for_entries(64));
+    /// let spec = InodeSpec { ino: 2, kind: FileType::Regular, fs_data: 7 };
+    /// cache.add(ROOT_INO, b"a", spec).unwrap();
+    /// let guard = epoch::pin();
+    /// assert!(matches!(cache.lookup(&guard, ROOT_INO, b"a"), Ok(Lookup::Hit(i)) if i.fs_data() == 7));
+    /// assert!(matches!(cache.lookup(&guard, ROOT_INO, b"b"), Ok(Lookup::Miss)));
+    /// assert!(cache.lookup(&guard, ROOT_INO, b"a/b").is_err());
+    /// ```
+    pub fn lookup<'g>(
+        &'g self,
+        guard: &'g Guard,
+        parent: u64,
+        name: &[u8],
+    ) -> Result<Lookup<'g>, Error> {
+        validate_name(name)?;
+        Ok(self.step(guard, parent, name))
+    }
+
+    /// `lookup` of a name already validated.
+    pub(crate) fn step<'g>(&'g self, guard: &'g Guard, parent: u64, name: &[u8]) -> Lookup<'g> {
+        match self.names.lookup(guard, parent, name) {
+            None => Lookup::Miss,
+            Some(d) => d.value().load(guard).map_or(Lookup::Negative, Lookup::Hit),
+        }
+    }
+
+    /// The dentry `(parent, name)`, held (a held dentry is never evicted).
+    pub(crate) fn dentry(&self, parent: u64, name: &[u8]) -> Option<Held<'_, Slot>> {
+        self.names.get(parent, name)
+    }
+
+    /// Opens a rename section (see [`crate::rename`]).
+    pub(crate) fn write_section(&self) -> crate::rename::WriteSection<'_> {
+        self.rename.write()
+    }
+
+    fn stripe(&self, parent: u64, name: &[u8]) -> usize {
+        self.names.bucket_of(parent, name) % STRIPES
+    }
+
+    /// Locks the stripes of one or two names, ascending.
+    pub(crate) fn lock_names(&self, a: (u64, &[u8]), b: Option<(u64, &[u8])>) -> NameLock<'_> {
+        let sa = self.stripe(a.0, a.1);
+        let Some(sb) = b.map(|b| self.stripe(b.0, b.1)).filter(|&sb| sb != sa) else {
+            return NameLock { _guards: (lock(&self.name_locks[sa]), None) };
+        };
+        let (lo, hi) = (sa.min(sb), sa.max(sb));
+        let first = lock(&self.name_locks[lo]);
+        NameLock { _guards: (first, Some(lock(&self.name_locks[hi]))) }
+    }
+
+    fn lock_inode(&self, ino: u64) -> MutexGuard<'_, ()> {
+        lock(&self.inode_locks[(ino % STRIPES as u64) as usize])
+    }
+
+    /// Checks that `ino` is a cached directory.
+    pub(crate) fn check_dir(&self, ino: u64) -> Result<(), Error> {
+        let guard = epoch::pin();
+        match self.inode(&guard, ino) {
+            None => Err(Error::UnknownInode(ino)),
+            Some(i) if i.kind() != FileType::Directory => Err(Error::NotDirectory(ino)),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Adds a positive dentry `name` in `parent` naming the inode `spec` (instantiating a
+    /// negative dentry of that name if there is one), and counts one lookup of the inode (a
+    /// filesystem replies to a FUSE lookup or create with it). If `spec.ino` is cached, that
+    /// inode gets the new name (a hard link; its `fs_data` is kept).
+    ///
+    /// Errors, changing nothing: a bad name; `parent` not a cached directory; the name
+    /// positive already ([`Error::Exists`]); `spec.ino` cached with another type; a second
+    /// name for a directory, or any name for the root.
+    pub fn add(&self, parent: u64, name: &[u8], spec: InodeSpec) -> Result<(), Error> {
+        validate_name(name)?;
+        if spec.ino == ROOT_INO {
+            return Err(Error::DirectoryAlias(ROOT_INO));
+        }
+        self.check_dir(parent)?;
+        let _inode_lock = self.lock_inode(spec.ino);
+        let existing = self.inode_arc(spec.ino);
+        let inode = match &existing {
+            Some(i) if i.kind() != spec.kind => return Err(Error::KindMismatch { ino: spec.ino }),
+            Some(i) if i.kind() == FileType::Directory && i.has_alias() => {
+                return Err(Error::DirectoryAlias(spec.ino));
+            }
+            Some(i) => i.clone(),
+            None => Arc::new(Inode::new(spec, parent, 0)),
+        };
+        let names = self.lock_names((parent, name), None);
+        let guard = epoch::pin();
+        self.put((parent, name), &inode, &guard, &names, false)?;
+        inode.add_alias(parent, name);
+        drop(names);
+        match existing {
+            None => {
+                let inserted =
+                    self.inodes.insert(INODE_KEY_PARENT, &ino_key(spec.ino), false, inode.clone());
+                debug_assert!(inserted.is_ok(), "inode {} added twice", spec.ino);
+            }
+            // A directory that had no name: its parent is the new one. No walker can be
+            // standing on it through a name, so no rename section is needed.
+            Some(_) if spec.kind == FileType::Directory => inode.set_parent(parent),
+            Some(_) => {}
+        }
+        inode.set_lookups(inode.lookups() + 1);
+        Ok(())
+    }
+
+    /// Makes `(parent, name)` a positive dentry naming `inode`, instantiating a negative one or
+    /// (if `replace`) replacing the inode of a positive one, which is returned. Without
+    /// `replace`, a positive dentry is [`Error::Exists`] and nothing changes.
+    pub(crate) fn put(
+        &self,
+        (parent, name): (u64, &[u8]),
+        inode: &Arc<Inode>,
+        guard: &Guard,
+        names: &NameLock<'_>,
+        replace: bool,
+    ) -> Result<Option<Arc<Inode>>, Error> {
+        let found = match self.names.insert(parent, name, false, Slot::positive(inode.clone())) {
+            Ok(_new) => return Ok(None),
+            Err(found) => found,
+        };
+        if !replace && found.value().load(guard).is_some() {
+            return Err(Error::Exists);
+        }
+        let old = found.value().put(inode.clone(), guard, names);
+        if old.is_none() {
+            let flipped = found.make_positive();
+            debug_assert!(flipped, "an empty slot on a positive entry");
+        }
+        Ok(old)
+    }
+
+    /// Remembers that `name` does not exist in `parent` (a negative dentry). Nothing changes
+    /// if it is remembered already. Negative dentries are bounded per bucket: this one may be
+    /// evicted at any time by the bounding rules.
+    ///
+    /// Errors: a bad name; the name positive ([`Error::Exists`]).
+    pub fn add_negative(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
+        validate_name(name)?;
+        let _names = self.lock_names((parent, name), None);
+        match self.names.insert(parent, name, true, Slot::negative()) {
+            Ok(_) => Ok(()),
+            Err(found) if found.is_negative() => Ok(()),
+            Err(_) => Err(Error::Exists),
+        }
+    }
+
+    /// Removes the name `name` from `parent`: the dentry turns negative or is dropped, by the
+    /// configured [`UnlinkPolicy`]. The inode stays cached (and its lookup count unchanged)
+    /// until [`forget`](Self::forget). Unlinking a directory opens a rename section (see
+    /// [`crate::rename`]); the filesystem is trusted to have checked it was empty.
+    ///
+    /// Errors: a bad name; no positive dentry ([`Error::NotFound`]).
+    pub fn unlink(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
+        validate_name(name)?;
+        let guard = epoch::pin();
+        loop {
+            let Lookup::Hit(seen) = self.step(&guard, parent, name) else {
+                return Err(Error::NotFound);
+            };
+            let _rename = (seen.kind() == FileType::Directory).then(|| self.rename.write());
+            let names = self.lock_names((parent, name), None);
+            let Some(found) = self.dentry(parent, name) else { return Err(Error::NotFound) };
+            match found.value().load(&guard) {
+                None => return Err(Error::NotFound),
+                // Replaced by another inode (of another kind, maybe) since we looked.
+                Some(now) if !std::ptr::eq(now, seen) => continue,
+                Some(_) => {}
+            }
+            let inode = self.detach(&found, &guard, &names, self.unlink);
+            inode.remove_alias(parent, name);
+            return Ok(());
+        }
+    }
+
+    /// Empties a positive dentry's slot and applies `policy` to it; returns the inode.
+    pub(crate) fn detach(
+        &self,
+        dentry: &Held<'_, Slot>,
+        guard: &Guard,
+        names: &NameLock<'_>,
+        policy: UnlinkPolicy,
+    ) -> Arc<Inode> {
+        let inode = dentry.value().take(guard, names).expect("detach of a negative dentry");
+        let changed = match policy {
+            UnlinkPolicy::Negative => dentry.make_negative(),
+            UnlinkPolicy::Drop => dentry.remove(),
+        };
+        debug_assert!(changed, "a positive dentry was negative or unhashed");
+        inode
+    }
+
+    /// Counts one more lookup of `ino` (a filesystem replied to the kernel with it). Errors:
+    /// [`Error::UnknownInode`].
+    pub fn count_lookup(&self, ino: u64) -> Result<(), Error> {
+        let _inode_lock = self.lock_inode(ino);
+        let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
+        inode.set_lookups(inode.lookups() + 1);
+        Ok(())
+    }
+
+    /// FUSE `forget`: the kernel dropped `n` of its lookups of `ino`. At zero the inode leaves
+    /// the cache with every dentry naming it (dropped, not made negative: the names still
+    /// exist), so no later lookup returns it. `n = 0` changes nothing.
+    ///
+    /// Errors, changing nothing: [`Error::UnknownInode`]; [`Error::BadForget`] if `n` exceeds
+    /// the count or `ino` is the root.
+    pub fn forget(&self, ino: u64, n: u64) -> Result<(), Error> {
+        loop {
+            let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
+            if ino == ROOT_INO {
+                return Err(Error::BadForget { ino, have: inode.lookups(), asked: n });
+            }
+            if n == 0 {
+                return Ok(());
+            }
+            // The last forget (or a refused one) excludes renames, and the last of a
+            // directory opens a section: see `drop_inode`.
+            let (dir, seen) = (inode.kind() == FileType::Directory, inode.lookups());
+            let (last, section) = (n >= seen, dir && n == seen);
+            let rename = last.then(|| self.rename.hold(section));
+            let _inode_lock = self.lock_inode(ino);
+            let have = inode.lookups();
+            let current = self.inode_arc(ino).is_some_and(|i| Arc::ptr_eq(&i, &inode));
+            if !current || (n >= have) != last || (dir && n == have) != section {
+                continue; // raced another add or forget: look again
+            }
+            if n > have {
+                return Err(Error::BadForget { ino, have, asked: n });
+            }
+            inode.set_lookups(have - n);
+            if let Some(rename) = &rename {
+                self.drop_inode(&inode, rename);
+            }
+            return Ok(());
+        }
+    }
+
+    /// Drops every dentry naming `inode`, then the inode itself. The caller holds the rename
+    /// lock (with a section open if `inode` is a directory) and the inode's stripe lock.
+    fn drop_inode(&self, inode: &Arc<Inode>, _rename: &RenameHold<'_>) {
+        let guard = epoch::pin();
+        for (parent, name) in inode.aliases() {
+            let names = self.lock_names((parent, &name), None);
+            let Some(found) = self.dentry(parent, &name) else { continue };
+            if found.value().load(&guard).is_some_and(|i| std::ptr::eq(i, &**inode)) {
+                self.detach(&found, &guard, &names, UnlinkPolicy::Drop);
+                inode.remove_alias(parent, &name);
+            }
+        }
+        if let Some(entry) = self.inodes.get(INODE_KEY_PARENT, &ino_key(inode.ino())) {
+            entry.remove();
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.clock.elapsed().as_nanos() as u64
+    }
+
+    /// The cached attributes of `ino` if they have not expired (`Ok(None)`: expired or never
+    /// set). One consistent snapshot, read without locks while a writer may be updating it.
+    pub fn getattr(&self, ino: u64) -> Result<Option<Attr>, Error> {
+        let guard = epoch::pin();
+        let inode = self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?;
+        let (attr, until) = inode.attr_words();
+        Ok((until > self.now()).then_some(attr))
+    }
+
+    /// Caches `attr` for `ino` until `valid_until`. Errors: [`Error::UnknownInode`].
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use udcache::{Attr, Config, Dcache, ROOT_INO};
+    /// let cache = Dcache::new(Config::for_entries(16));
+    /// let attr = Attr { size: 4096, mode: 0o40755, nlink: 2, ..Attr::default() };
+    /// cache.setattr(ROOT_INO, &attr, Instant::now() + Duration::from_secs(1)).unwrap();
+    /// assert_eq!(cache.getattr(ROOT_INO).unwrap(), Some(attr));
+    /// cache.setattr(ROOT_INO, &attr, Instant::now()).unwrap(); // expires at once
+    /// assert_eq!(cache.getattr(ROOT_INO).unwrap(), None);
+    /// ```
+    pub fn setattr(&self, ino: u64, attr: &Attr, valid_until: Instant) -> Result<(), Error> {
+        let guard = epoch::pin();
+        let inode = self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?;
+        let until = valid_until.saturating_duration_since(self.clock).as_nanos() as u64;
+        inode.attr.write(attr, until);
+        Ok(())
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        let n = self.names.stats();
+        Stats {
+            nr_dentry: n.entries,
+            nr_unused: n.unused,
+            nr_negative: n.negative,
+            nr_buckets: n.buckets,
+            nr_inodes: self.inodes.stats().entries,
+            negative_evictions: n.evicted_rule1 + n.evicted_rule2 + n.evicted_global,
+            walk_fallbacks: Events::get(&self.events.walk_fallbacks),
+            rename_sections: self.rename.sections(),
+            backend_lookups: Events::get(&self.events.backend_lookups),
+            coalesced_misses: Events::get(&self.events.coalesced_misses),
+        }
+    }
+
+    /// Checks the name table's invariants (negative bounds, counters against chains); call it
+    /// while no other thread changes the cache. Returns the first violation, described.
+    pub fn verify(&self) -> Result<(), String> {
+        self.names.verify()?;
+        self.inodes.verify()
+    }
+
+    /// The configured unlink policy.
+    pub fn unlink_policy(&self) -> UnlinkPolicy {
+        self.unlink
+    }
+}
+
+impl std::fmt::Debug for Dcache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dcache").field("stats", &self.stats()).finish()
+    }
+}

@@ -1,0 +1,72 @@
+//! Errors: every failed operation says why and changes nothing.
+
+use std::fmt;
+
+/// Why an operation was refused. A refused operation has changed nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The name is empty, `.` or `..`, contains `/` or NUL, or is longer than
+    /// [`NAME_MAX`](crate::NAME_MAX) bytes.
+    InvalidName(InvalidName),
+    /// No inode with this number is cached (never added, or forgotten).
+    UnknownInode(u64),
+    /// The inode is not a directory, so it has no children.
+    NotDirectory(u64),
+    /// The name exists already (positive entry) and the operation does not replace it.
+    Exists,
+    /// The name has no positive entry (missing or negative).
+    NotFound,
+    /// The inode number is cached with another file type.
+    KindMismatch {
+        /// The inode number.
+        ino: u64,
+    },
+    /// A directory may have only one name (no hard links to directories).
+    DirectoryAlias(u64),
+    /// `forget` of more lookups than the inode has, or of the root.
+    BadForget {
+        /// The inode number.
+        ino: u64,
+        /// Its lookup count.
+        have: u64,
+        /// The count asked to forget.
+        asked: u64,
+    },
+    /// The filesystem's lookup failed with this errno (not cached).
+    Backend(i32),
+}
+
+/// What is wrong with a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InvalidName {
+    /// Zero bytes.
+    Empty,
+    /// `.` or `..`: not a name a directory entry can have.
+    Dot,
+    /// Contains `/`.
+    Slash,
+    /// Contains a NUL byte.
+    Nul,
+    /// Longer than [`NAME_MAX`](crate::NAME_MAX) bytes (the length is given).
+    TooLong(usize),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidName(why) => write!(f, "invalid name: {why:?}"),
+            Error::UnknownInode(ino) => write!(f, "unknown inode {ino}"),
+            Error::NotDirectory(ino) => write!(f, "inode {ino} is not a directory"),
+            Error::Exists => f.write_str("name exists"),
+            Error::NotFound => f.write_str("name not found"),
+            Error::KindMismatch { ino } => write!(f, "inode {ino} is cached with another type"),
+            Error::DirectoryAlias(ino) => write!(f, "directory {ino} already has a name"),
+            Error::BadForget { ino, have, asked } => {
+                write!(f, "forget {asked} lookups of inode {ino}, which has {have}")
+            }
+            Error::Backend(errno) => write!(f, "filesystem lookup failed: errno {errno}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

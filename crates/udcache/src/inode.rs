@@ -1,0 +1,148 @@
+//! Inodes: what a positive dentry names.
+//!
+//! # Rules
+//!
+//! - `ino`, `kind` and `fs_data` never change: a reader holding `&Inode` needs no lock for them.
+//! - `lookups` (FUSE's `nlookup`) changes only under the inode's stripe lock in
+//!   [`Dcache`](crate::Dcache); it is atomic so that readers can report it.
+//! - `parent` (directories only: the inode number `..` leads to) changes only inside a rename
+//!   write section (see [`crate::rename`]); a lockless walker reads it `Relaxed` and relies on
+//!   the rename sequence to validate what it read.
+//! - `aliases` — the `(parent, name)` of every positive dentry naming this inode — is a leaf
+//!   mutex taken by writers only; readers never touch it.
+//! - The attributes are a sequence-counted snapshot (see [`crate::attr`]).
+//! - Retire: an inode is reference counted (`Arc`); each dentry and the inode table hold one
+//!   count, and a count a lockless reader may still be using is dropped through the epoch
+//!   (`Guard::defer`), so `&Inode` borrowed under a guard stays valid while the guard lives.
+
+use crate::attr::{Attr, AttrCell};
+use crate::sync::{AtomicU64, Mutex, Ordering, lock};
+
+/// The type of file an inode is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileType {
+    /// A directory: has children, at most one name, and a parent (`..`).
+    Directory,
+    /// A regular file.
+    Regular,
+    /// A symbolic link: a path walk stops on it and reports it (see [`Walk`](crate::Walk)).
+    Symlink,
+    /// Anything else (device, FIFO, socket).
+    Other,
+}
+
+/// What a filesystem says about a file: its number, its type, and a word of its own (an index,
+/// a handle, a pointer cast to `u64`) that the cache keeps but never interprets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct InodeSpec {
+    /// The inode number (FUSE's node id). Unique among cached inodes.
+    pub ino: u64,
+    /// The file type.
+    pub kind: FileType,
+    /// The filesystem's own data.
+    pub fs_data: u64,
+}
+
+/// A cached inode. Borrowed under an epoch guard from [`Dcache::lookup`](crate::Dcache::lookup)
+/// and [`Dcache::walk`](crate::Dcache::walk).
+pub struct Inode {
+    spec: InodeSpec,
+    lookups: AtomicU64,
+    parent: AtomicU64,
+    pub(crate) attr: AttrCell,
+    aliases: Mutex<Vec<(u64, Box<[u8]>)>>,
+}
+
+impl Inode {
+    pub(crate) fn new(spec: InodeSpec, parent: u64, lookups: u64) -> Self {
+        Inode {
+            spec,
+            lookups: AtomicU64::new(lookups),
+            parent: AtomicU64::new(parent),
+            attr: AttrCell::new(),
+            aliases: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The inode number.
+    pub fn ino(&self) -> u64 {
+        self.spec.ino
+    }
+
+    /// The file type.
+    pub fn kind(&self) -> FileType {
+        self.spec.kind
+    }
+
+    /// The filesystem's own data, as given when the inode was added.
+    pub fn fs_data(&self) -> u64 {
+        self.spec.fs_data
+    }
+
+    /// Number, type and data in one value.
+    pub fn spec(&self) -> InodeSpec {
+        self.spec
+    }
+
+    /// The lookup count (FUSE `nlookup`): how many lookups the kernel has not yet forgotten.
+    pub fn lookups(&self) -> u64 {
+        // Relaxed: a report; writers change it under the inode stripe lock.
+        self.lookups.load(Ordering::Relaxed)
+    }
+
+    /// For a directory, the inode number of its parent (itself for the root).
+    pub fn parent(&self) -> u64 {
+        // Relaxed: validated by the rename sequence (see the module rules).
+        self.parent.load(Ordering::Relaxed)
+    }
+
+    /// The cached attributes and their expiry in the cache's clock, one consistent snapshot.
+    pub(crate) fn attr_words(&self) -> (Attr, u64) {
+        self.attr.read()
+    }
+
+    /// Sets the lookup count (caller holds this inode's stripe lock).
+    pub(crate) fn set_lookups(&self, n: u64) {
+        // Relaxed: the stripe lock orders writers.
+        self.lookups.store(n, Ordering::Relaxed);
+    }
+
+    /// Sets `..` (caller is inside a rename write section).
+    pub(crate) fn set_parent(&self, parent: u64) {
+        // Relaxed: the rename sequence's fences order it for walkers.
+        self.parent.store(parent, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_alias(&self, parent: u64, name: &[u8]) {
+        lock(&self.aliases).push((parent, name.into()));
+    }
+
+    pub(crate) fn remove_alias(&self, parent: u64, name: &[u8]) {
+        let mut a = lock(&self.aliases);
+        let at = a.iter().position(|(p, n)| *p == parent && **n == *name);
+        debug_assert!(at.is_some(), "inode {} has no alias ({parent}, {name:?})", self.ino());
+        if let Some(i) = at {
+            a.swap_remove(i);
+        }
+    }
+
+    /// The `(parent, name)` of every positive dentry naming this inode.
+    pub fn aliases(&self) -> Vec<(u64, Vec<u8>)> {
+        lock(&self.aliases).iter().map(|(p, n)| (*p, n.to_vec())).collect()
+    }
+
+    pub(crate) fn has_alias(&self) -> bool {
+        !lock(&self.aliases).is_empty()
+    }
+}
+
+impl std::fmt::Debug for Inode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inode")
+            .field("ino", &self.spec.ino)
+            .field("kind", &self.spec.kind)
+            .field("fs_data", &self.spec.fs_data)
+            .field("lookups", &self.lookups())
+            .finish()
+    }
+}

@@ -1,0 +1,212 @@
+//! The rename sequence: how a lockless path walk knows no directory moved under it.
+//!
+//! # Rules
+//!
+//! - One mutex (the *rename lock*) and one sequence count `seq` per cache. `seq` is odd while a
+//!   writer is inside a write section and grows by 2 per section; only the holder of the rename
+//!   lock opens a section (`WriteSection`: the lock held, as a type).
+//! - **What opens a section**: every operation that can change which inode a *directory* step of
+//!   a path resolves to — `rename` (always), `unlink` of a directory, and `forget` that drops a
+//!   directory's names. Changes to leaves (add, unlink or forget of a non-directory, add of any
+//!   name) open none: a walk reads each leaf with a single atomic lookup, which is a state at
+//!   one instant by itself. The last `forget` of a non-directory takes the rename lock without
+//!   a section: the names it drops must not be moved by a rename meanwhile.
+//! - **Lock order**: rename lock, then an inode stripe lock, then name stripe locks (ascending),
+//!   then an inode's alias list, then neghash's bucket and LRU locks.
+//! - **What a lockless walker may observe**: any mixture of states while a section is open; it
+//!   notices by reading `seq` before (`read_begin`, refusing an odd value) and after
+//!   (`read_valid`), and then walks again holding the rename lock (the fallback, counted in
+//!   stats), when no section can open. A walk that validates saw no section open or close
+//!   during it, so every directory it passed through held its name for the whole walk, and its
+//!   result is what the path named at the instant of its last step.
+//! - Orderings are those of a fence-based seqlock (see [`crate::attr`]): the writer stores the
+//!   odd value, then a Release fence, then its changes; the reader loads `seq` with Acquire,
+//!   walks, then an Acquire fence and a Relaxed reload. If the walk read any change a section
+//!   made, the fences synchronise and the reload sees the section.
+
+use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering, fence, lock};
+
+/// The rename lock and sequence count.
+pub(crate) struct RenameSeq {
+    lock: Mutex<()>,
+    seq: AtomicU64,
+}
+
+/// An open write section: the rename lock held and `seq` odd until drop.
+pub(crate) struct WriteSection<'a> {
+    _lock: MutexGuard<'a, ()>,
+    seq: &'a AtomicU64,
+    odd: u64,
+}
+
+/// What a writer holds across an operation that may or may not need a write section.
+pub(crate) enum RenameHold<'a> {
+    /// The rename lock, no section: writers are excluded, walkers are not disturbed.
+    Locked {
+        /// Held until drop.
+        _lock: MutexGuard<'a, ()>,
+    },
+    /// An open write section.
+    Section {
+        /// Closed at drop.
+        _section: WriteSection<'a>,
+    },
+}
+
+impl RenameSeq {
+    pub(crate) fn new() -> Self {
+        RenameSeq { lock: Mutex::new(()), seq: AtomicU64::new(0) }
+    }
+
+    /// The current even value, or `None` if a section is open (the walker falls back).
+    pub(crate) fn read_begin(&self) -> Option<u64> {
+        // Acquire: pairs with the Release store closing the last section, so this walk sees
+        // every change that section made.
+        let s = self.seq.load(Ordering::Acquire);
+        (s & 1 == 0).then_some(s)
+    }
+
+    /// Whether no section opened since `read_begin` returned `s`.
+    pub(crate) fn read_valid(&self, s: u64) -> bool {
+        // Acquire fence: pairs with the Release fence of a section whose changes this walk
+        // read, making that section's odd store visible to the load below.
+        fence(Ordering::Acquire);
+        self.seq.load(Ordering::Relaxed) == s
+    }
+
+    /// Takes the rename lock without opening a section (the walk fallback, and writers that
+    /// must exclude renames but change no directory name).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, ()> {
+        lock(&self.lock)
+    }
+
+    /// Takes the rename lock and opens a section.
+    pub(crate) fn write(&self) -> WriteSection<'_> {
+        let guard = lock(&self.lock);
+        // Relaxed: only the lock holder writes `seq`; the mutex orders us after the last one.
+        let odd = self.seq.load(Ordering::Relaxed) + 1;
+        debug_assert!(odd & 1 == 1, "a section opened inside a section");
+        self.seq.store(odd, Ordering::Relaxed);
+        // Release fence: orders the odd store before every change of the section (see rules).
+        fence(Ordering::Release);
+        WriteSection { _lock: guard, seq: &self.seq, odd }
+    }
+
+    /// A section if `section`, else only the lock.
+    pub(crate) fn hold(&self, section: bool) -> RenameHold<'_> {
+        if section {
+            RenameHold::Section { _section: self.write() }
+        } else {
+            RenameHold::Locked { _lock: self.lock() }
+        }
+    }
+
+    /// Sections opened so far.
+    pub(crate) fn sections(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.seq.load(Ordering::Relaxed).div_ceil(2)
+    }
+}
+
+impl Drop for WriteSection<'_> {
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire of `read_begin`; publishes the section's changes.
+        self.seq.store(self.odd + 1, Ordering::Release);
+    }
+}
+
+/// Whether [`Dcache::rename`](crate::Dcache::rename) may replace an existing target.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RenameMode {
+    /// A positive target is replaced (its inode loses that name), like `rename(2)`.
+    #[default]
+    Replace,
+    /// A positive target is [`Error::Exists`](crate::Error::Exists) (`RENAME_NOREPLACE`).
+    NoReplace,
+}
+
+impl crate::Dcache {
+    /// Moves the name `old_name` in `old_parent` to `new_name` in `new_parent`, inside one
+    /// rename section: a lockless walk that overlaps it falls back and walks again, so no walk
+    /// sees a state between its steps. The old name is left as the
+    /// [`UnlinkPolicy`](crate::UnlinkPolicy) says; a replaced target's inode stays cached (until `forget`).
+    /// Renaming a name onto itself, or onto another name of the same inode, does nothing.
+    ///
+    /// Not checked (the filesystem's job, as in FUSE): that a directory is not moved into its
+    /// own subtree, and that a directory replaces only an empty directory.
+    ///
+    /// Errors, changing nothing: a bad name; `new_parent` not a cached directory; no positive
+    /// source ([`Error::NotFound`](crate::Error::NotFound)); a positive target with
+    /// [`RenameMode::NoReplace`].
+    ///
+    /// ```
+    /// use udcache::{Config, Dcache, FileType, InodeSpec, RenameMode, ROOT_INO, Walk, epoch};
+    /// let cache = Dcache::new(Config::for_entries(64));
+    /// let dir = InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 0 };
+    /// let file = InodeSpec { ino: 3, kind: FileType::Regular, fs_data: 0 };
+    /// cache.add(ROOT_INO, b"d", dir).unwrap();
+    /// cache.add(ROOT_INO, b"f", file).unwrap();
+    /// cache.rename(ROOT_INO, b"f", 2, b"g", RenameMode::NoReplace).unwrap();
+    /// let guard = epoch::pin();
+    /// assert!(matches!(cache.walk(&guard, ROOT_INO, "d/g"), Ok(Walk::Found(i)) if i.ino() == 3));
+    /// assert!(matches!(cache.walk(&guard, ROOT_INO, "f"), Ok(Walk::Negative { .. })));
+    /// ```
+    pub fn rename(
+        &self,
+        old_parent: u64,
+        old_name: &[u8],
+        new_parent: u64,
+        new_name: &[u8],
+        mode: RenameMode,
+    ) -> Result<(), crate::Error> {
+        use crate::Error;
+        crate::validate_name(old_name)?;
+        crate::validate_name(new_name)?;
+        self.check_dir(new_parent)?;
+        let guard = udcache_neghash::epoch::pin();
+        let (from, to) = ((old_parent, old_name), (new_parent, new_name));
+        // Checked before the section (a refused rename disturbs no walker), and again inside.
+        if !self.rename_allowed(&guard, from, to, mode)? {
+            return Ok(());
+        }
+        let _section = self.write_section();
+        let names = self.lock_names(from, Some(to));
+        if !self.rename_allowed(&guard, from, to, mode)? {
+            return Ok(());
+        }
+        // Positive under the name lock (checked above): held, it cannot go.
+        let source = self.dentry(old_parent, old_name).ok_or(Error::NotFound)?;
+        let inode = self.detach(&source, &guard, &names, self.unlink_policy());
+        drop(source);
+        inode.remove_alias(old_parent, old_name);
+        let replaced = self.put((new_parent, new_name), &inode, &guard, &names, true)?;
+        if let Some(replaced) = replaced {
+            replaced.remove_alias(new_parent, new_name);
+        }
+        inode.add_alias(new_parent, new_name);
+        if inode.kind() == crate::FileType::Directory {
+            inode.set_parent(new_parent);
+        }
+        Ok(())
+    }
+
+    /// Whether the rename `from` → `to` has something to do (`Ok(false)`: the target is the
+    /// source's inode already), or why it is refused.
+    fn rename_allowed(
+        &self,
+        guard: &udcache_neghash::epoch::Guard,
+        from: (u64, &[u8]),
+        to: (u64, &[u8]),
+        mode: RenameMode,
+    ) -> Result<bool, crate::Error> {
+        use crate::{Error, Lookup};
+        let Lookup::Hit(moving) = self.step(guard, from.0, from.1) else {
+            return Err(Error::NotFound);
+        };
+        match self.step(guard, to.0, to.1) {
+            Lookup::Hit(target) if std::ptr::eq(target, moving) => Ok(false),
+            Lookup::Hit(_) if mode == RenameMode::NoReplace => Err(Error::Exists),
+            _ => Ok(true),
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! Atomics and locks: loom's under `cfg(loom)`, std's otherwise.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU64, Ordering, fence};
+#[cfg(loom)]
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering, fence};
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// Locks `m`; a panic while holding one of this crate's locks leaves data that is still
+/// consistent (every critical section only moves whole values), so poisoning is ignored.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One wait step of a spin on a sequence count held odd by a writer: a hint to the CPU, or
+/// under loom a yield, so the model schedules the writer instead of spinning forever.
+pub(crate) fn spin() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::hint::spin_loop();
+}

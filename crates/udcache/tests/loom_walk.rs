@@ -1,0 +1,79 @@
+//! Loom models of the lockless read paths against writers.
+//! `RUSTFLAGS="--cfg loom --cfg crossbeam_loom" CARGO_TARGET_DIR=target/loom cargo test --release -p udcache --test loom_walk`
+#![cfg(loom)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use udcache::{Attr, Config, Dcache, FileType, InodeSpec, ROOT_INO, RenameMode, Walk, epoch};
+
+fn builder(preemptions: usize) -> loom::model::Builder {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(preemptions);
+    b.max_branches = 20_000;
+    b
+}
+
+/// One bucket per table: the tables' random hash keys then pick nothing, so every execution
+/// of a model touches the same atomics (loom needs a deterministic model).
+fn loom_config() -> Config {
+    Config::for_entries(16).with_buckets(1)
+}
+
+fn found(cache: &Dcache, path: &str) -> Option<u64> {
+    let guard = epoch::pin();
+    match cache.walk(&guard, ROOT_INO, path).unwrap() {
+        Walk::Found(i) => {
+            assert!(i.ino() == ROOT_INO || i.fs_data() == i.ino() * 10, "a torn inode: {i:?}");
+            Some(i.ino())
+        }
+        _ => None,
+    }
+}
+
+/// A walk races the move of directory `d` into directory `e`. The rename puts `e/d` and then
+/// updates `d`'s `..`: a walk of `e/d/..` that read the new name but the old parent would
+/// return the root, a path that never existed — only the rename sequence stops it (with the
+/// validation disabled, this model fails).
+#[test]
+fn walk_vs_rename_of_its_directory() {
+    builder(2).check(|| {
+        let cache = Arc::new(Dcache::new(loom_config()));
+        let dir = |ino| InodeSpec { ino, kind: FileType::Directory, fs_data: ino * 10 };
+        cache.add(ROOT_INO, b"d", dir(2)).unwrap();
+        cache.add(ROOT_INO, b"e", dir(4)).unwrap();
+        cache.add(2, b"f", InodeSpec { ino: 3, kind: FileType::Regular, fs_data: 30 }).unwrap();
+        assert_eq!(found(&cache, "d/f"), Some(3));
+        let mover = {
+            let cache = cache.clone();
+            loom::thread::spawn(move || {
+                cache.rename(ROOT_INO, b"d", 4, b"d", RenameMode::NoReplace).unwrap();
+            })
+        };
+        let up = found(&cache, "e/d/..");
+        assert!(up.is_none() || up == Some(4), "e/d/.. led to {up:?}");
+        mover.join().unwrap();
+        assert_eq!(found(&cache, "e/d/f"), Some(3));
+    });
+}
+
+/// `getattr` races `setattr`: it returns the old snapshot or the new one, never a mixture.
+/// One preemption suffices to put the writer in the middle of a read (two take a minute).
+#[test]
+fn getattr_vs_setattr() {
+    builder(1).check(|| {
+        let cache = Arc::new(Dcache::new(loom_config()));
+        let until = Instant::now() + Duration::from_secs(3600);
+        let old = Attr { size: 1, blocks: 1, nlink: 1, ..Attr::default() };
+        let new = Attr { size: 2, blocks: 2, nlink: 2, ..Attr::default() };
+        cache.setattr(ROOT_INO, &old, until).unwrap();
+        let writer = {
+            let cache = cache.clone();
+            loom::thread::spawn(move || cache.setattr(ROOT_INO, &new, until).unwrap())
+        };
+        let seen = cache.getattr(ROOT_INO).unwrap().expect("not expired");
+        assert!(seen == old || seen == new, "a torn snapshot: {seen:?}");
+        writer.join().unwrap();
+        assert_eq!(cache.getattr(ROOT_INO).unwrap(), Some(new));
+    });
+}

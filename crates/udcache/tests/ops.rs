@@ -1,0 +1,312 @@
+//! Every operation, its success paths and its refusals (which must change nothing).
+
+use std::time::{Duration, Instant};
+
+use udcache::{
+    Attr, Config, Dcache, Error, FileType, InodeSpec, InvalidName, Lookup, ROOT_INO, RenameMode,
+    Stats, UnlinkPolicy, Walk, epoch,
+};
+
+fn dir(ino: u64) -> InodeSpec {
+    InodeSpec { ino, kind: FileType::Directory, fs_data: ino * 10 }
+}
+fn file(ino: u64) -> InodeSpec {
+    InodeSpec { ino, kind: FileType::Regular, fs_data: ino * 10 }
+}
+fn link(ino: u64) -> InodeSpec {
+    InodeSpec { ino, kind: FileType::Symlink, fs_data: ino * 10 }
+}
+
+fn cache() -> Dcache {
+    Dcache::new(Config::for_entries(256))
+}
+
+/// What `lookup` says, as an inode number (`Some(0)`: negative, `None`: miss).
+fn look(c: &Dcache, parent: u64, name: &[u8]) -> Option<u64> {
+    let g = epoch::pin();
+    match c.lookup(&g, parent, name).unwrap() {
+        Lookup::Hit(i) => Some(i.ino()),
+        Lookup::Negative => Some(0),
+        Lookup::Miss => None,
+    }
+}
+
+fn found(c: &Dcache, root: u64, path: &str) -> Option<u64> {
+    let g = epoch::pin();
+    match c.walk(&g, root, path).unwrap() {
+        Walk::Found(i) => Some(i.ino()),
+        _ => None,
+    }
+}
+
+fn lookups(c: &Dcache, ino: u64) -> u64 {
+    let g = epoch::pin();
+    c.inode(&g, ino).expect("cached").lookups()
+}
+
+/// Runs `op`, which must fail with `want`, and checks the stats did not move.
+fn refused(c: &Dcache, want: Error, op: impl FnOnce(&Dcache) -> Result<(), Error>) {
+    let before: Stats = c.stats();
+    assert_eq!(op(c), Err(want));
+    assert_eq!(c.stats(), before, "a refused operation changed the cache");
+}
+
+#[test]
+fn lookup_hit_negative_miss_and_bad_names() {
+    let c = cache();
+    c.add(ROOT_INO, b"a", file(2)).unwrap();
+    c.add_negative(ROOT_INO, b"n").unwrap();
+    assert_eq!(look(&c, ROOT_INO, b"a"), Some(2));
+    assert_eq!(look(&c, ROOT_INO, b"n"), Some(0));
+    assert_eq!(look(&c, ROOT_INO, b"zz"), None);
+    assert_eq!(look(&c, 999, b"a"), None, "another parent is another key");
+    let g = epoch::pin();
+    for (name, why) in [
+        (&b""[..], InvalidName::Empty),
+        (b".", InvalidName::Dot),
+        (b"..", InvalidName::Dot),
+        (b"x/y", InvalidName::Slash),
+        (b"x\0", InvalidName::Nul),
+    ] {
+        assert!(matches!(c.lookup(&g, ROOT_INO, name), Err(Error::InvalidName(w)) if w == why));
+    }
+    let long = [b'l'; 256];
+    assert!(matches!(
+        c.lookup(&g, ROOT_INO, &long),
+        Err(Error::InvalidName(InvalidName::TooLong(256)))
+    ));
+}
+
+#[test]
+fn long_names_round_trip() {
+    let c = cache();
+    let name = [b'x'; 255];
+    c.add(ROOT_INO, &name, file(2)).unwrap();
+    assert_eq!(look(&c, ROOT_INO, &name), Some(2));
+    assert_eq!(look(&c, ROOT_INO, &name[..254]), None);
+}
+
+#[test]
+fn add_counts_a_lookup_and_instantiates_negatives() {
+    let c = cache();
+    c.add_negative(ROOT_INO, b"a").unwrap();
+    assert_eq!(c.stats().nr_negative, 1);
+    c.add(ROOT_INO, b"a", file(2)).unwrap();
+    assert_eq!(look(&c, ROOT_INO, b"a"), Some(2));
+    let s = c.stats();
+    assert_eq!((s.nr_dentry, s.nr_negative, s.nr_inodes), (1, 0, 2));
+    assert_eq!(lookups(&c, 2), 1);
+    // A hard link: the same inode under a second name.
+    c.add(ROOT_INO, b"b", file(2)).unwrap();
+    assert_eq!(lookups(&c, 2), 2);
+    let g = epoch::pin();
+    let mut names = c.inode(&g, 2).unwrap().aliases();
+    names.sort();
+    assert_eq!(names, vec![(ROOT_INO, b"a".to_vec()), (ROOT_INO, b"b".to_vec())]);
+}
+
+#[test]
+fn add_refusals_change_nothing() {
+    let c = cache();
+    c.add(ROOT_INO, b"d", dir(2)).unwrap();
+    c.add(ROOT_INO, b"f", file(3)).unwrap();
+    refused(&c, Error::Exists, |c| c.add(ROOT_INO, b"f", file(4)));
+    refused(&c, Error::KindMismatch { ino: 3 }, |c| c.add(ROOT_INO, b"g", dir(3)));
+    refused(&c, Error::DirectoryAlias(2), |c| c.add(ROOT_INO, b"e", dir(2)));
+    refused(&c, Error::DirectoryAlias(ROOT_INO), |c| c.add(2, b"r", dir(ROOT_INO)));
+    refused(&c, Error::UnknownInode(77), |c| c.add(77, b"x", file(5)));
+    refused(&c, Error::NotDirectory(3), |c| c.add(3, b"x", file(5)));
+    refused(&c, Error::InvalidName(InvalidName::Slash), |c| c.add(ROOT_INO, b"a/b", file(5)));
+    refused(&c, Error::Exists, |c| c.add_negative(ROOT_INO, b"f"));
+    assert_eq!(lookups(&c, 3), 1);
+}
+
+#[test]
+fn add_negative_is_idempotent() {
+    let c = cache();
+    c.add_negative(ROOT_INO, b"n").unwrap();
+    c.add_negative(ROOT_INO, b"n").unwrap();
+    let s = c.stats();
+    assert_eq!((s.nr_dentry, s.nr_negative), (1, 1));
+}
+
+#[test]
+fn unlink_by_policy() {
+    for policy in [UnlinkPolicy::Negative, UnlinkPolicy::Drop] {
+        let c = Dcache::new(Config::for_entries(64).with_unlink_policy(policy));
+        assert_eq!(c.unlink_policy(), policy);
+        c.add(ROOT_INO, b"f", file(2)).unwrap();
+        c.unlink(ROOT_INO, b"f").unwrap();
+        let want = if policy == UnlinkPolicy::Negative { Some(0) } else { None };
+        assert_eq!(look(&c, ROOT_INO, b"f"), want, "{policy:?}");
+        // The inode stays cached, with its count, until forget.
+        assert_eq!(lookups(&c, 2), 1);
+        let g = epoch::pin();
+        assert!(c.inode(&g, 2).unwrap().aliases().is_empty());
+        drop(g);
+        refused(&c, Error::NotFound, |c| c.unlink(ROOT_INO, b"f"));
+        refused(&c, Error::NotFound, |c| c.unlink(ROOT_INO, b"never"));
+        refused(&c, Error::InvalidName(InvalidName::Empty), |c| c.unlink(ROOT_INO, b""));
+    }
+}
+
+#[test]
+fn unlink_of_a_directory_opens_a_rename_section() {
+    let c = cache();
+    c.add(ROOT_INO, b"d", dir(2)).unwrap();
+    c.add(ROOT_INO, b"f", file(3)).unwrap();
+    let before = c.stats().rename_sections;
+    c.unlink(ROOT_INO, b"f").unwrap();
+    assert_eq!(c.stats().rename_sections, before, "a file unlink needs no section");
+    c.unlink(ROOT_INO, b"d").unwrap();
+    assert_eq!(c.stats().rename_sections, before + 1);
+}
+
+#[test]
+fn rename_within_and_between_directories() {
+    let c = cache();
+    c.add(ROOT_INO, b"d", dir(2)).unwrap();
+    c.add(ROOT_INO, b"e", dir(3)).unwrap();
+    c.add(2, b"f", file(4)).unwrap();
+    c.rename(2, b"f", 2, b"g", RenameMode::NoReplace).unwrap();
+    assert_eq!((look(&c, 2, b"f"), look(&c, 2, b"g")), (Some(0), Some(4)));
+    c.rename(2, b"g", 3, b"h", RenameMode::Replace).unwrap();
+    assert_eq!((look(&c, 2, b"g"), look(&c, 3, b"h")), (Some(0), Some(4)));
+    let g = epoch::pin();
+    assert_eq!(c.inode(&g, 4).unwrap().aliases(), vec![(3, b"h".to_vec())]);
+    drop(g);
+    // Directories carry their `..` along.
+    c.rename(ROOT_INO, b"e", 2, b"e2", RenameMode::NoReplace).unwrap();
+    assert_eq!(found(&c, ROOT_INO, "d/e2/h"), Some(4));
+    assert_eq!(found(&c, ROOT_INO, "d/e2/.."), Some(2));
+    assert_eq!(lookups(&c, 4), 1, "rename counts no lookup");
+}
+
+#[test]
+fn rename_replace_noreplace_and_refusals() {
+    let c = cache();
+    c.add(ROOT_INO, b"a", file(2)).unwrap();
+    c.add(ROOT_INO, b"b", file(3)).unwrap();
+    refused(&c, Error::Exists, |c| c.rename(ROOT_INO, b"a", ROOT_INO, b"b", RenameMode::NoReplace));
+    refused(&c, Error::NotFound, |c| c.rename(ROOT_INO, b"x", ROOT_INO, b"y", RenameMode::Replace));
+    refused(&c, Error::NotDirectory(3), |c| c.rename(ROOT_INO, b"a", 3, b"y", RenameMode::Replace));
+    refused(&c, Error::UnknownInode(50), |c| {
+        c.rename(ROOT_INO, b"a", 50, b"y", RenameMode::Replace)
+    });
+    refused(&c, Error::InvalidName(InvalidName::Dot), |c| {
+        c.rename(ROOT_INO, b"a", ROOT_INO, b"..", RenameMode::Replace)
+    });
+    // Onto itself and onto another name of the same inode: nothing happens.
+    c.rename(ROOT_INO, b"a", ROOT_INO, b"a", RenameMode::NoReplace).unwrap();
+    c.add(ROOT_INO, b"a2", file(2)).unwrap();
+    c.rename(ROOT_INO, b"a", ROOT_INO, b"a2", RenameMode::Replace).unwrap();
+    assert_eq!((look(&c, ROOT_INO, b"a"), look(&c, ROOT_INO, b"a2")), (Some(2), Some(2)));
+    // Replace: b's inode loses its name but stays cached until forgotten.
+    c.rename(ROOT_INO, b"a", ROOT_INO, b"b", RenameMode::Replace).unwrap();
+    assert_eq!((look(&c, ROOT_INO, b"a"), look(&c, ROOT_INO, b"b")), (Some(0), Some(2)));
+    let g = epoch::pin();
+    assert!(c.inode(&g, 3).unwrap().aliases().is_empty());
+}
+
+#[test]
+fn forget_semantics() {
+    let c = cache();
+    c.add(ROOT_INO, b"d", dir(2)).unwrap();
+    c.add(2, b"f", file(3)).unwrap();
+    c.add(2, b"hard", file(3)).unwrap();
+    c.count_lookup(3).unwrap();
+    assert_eq!(lookups(&c, 3), 3);
+    refused(&c, Error::BadForget { ino: 3, have: 3, asked: 4 }, |c| c.forget(3, 4));
+    refused(&c, Error::BadForget { ino: ROOT_INO, have: 1, asked: 1 }, |c| c.forget(ROOT_INO, 1));
+    refused(&c, Error::UnknownInode(9), |c| c.forget(9, 1));
+    refused(&c, Error::UnknownInode(9), |c| c.count_lookup(9));
+    c.forget(3, 0).unwrap();
+    c.forget(3, 2).unwrap();
+    assert_eq!((lookups(&c, 3), look(&c, 2, b"f")), (1, Some(3)));
+    // The last forget drops the inode and every name of it (dropped, not negative).
+    c.forget(3, 1).unwrap();
+    assert_eq!((look(&c, 2, b"f"), look(&c, 2, b"hard")), (None, None));
+    assert_eq!(c.getattr(3), Err(Error::UnknownInode(3)));
+    assert_eq!(c.stats().nr_inodes, 2);
+    // A directory's last forget opens a rename section.
+    let sections = c.stats().rename_sections;
+    c.forget(2, 1).unwrap();
+    assert_eq!(c.stats().rename_sections, sections + 1);
+    assert_eq!(found(&c, ROOT_INO, "d"), None);
+    // The number can be added again, as a new inode.
+    c.add(ROOT_INO, b"d", file(2)).unwrap();
+    assert_eq!(found(&c, ROOT_INO, "d"), Some(2));
+    c.verify().unwrap();
+}
+
+#[test]
+fn attributes_with_expiry() {
+    let c = cache();
+    c.add(ROOT_INO, b"f", file(2)).unwrap();
+    assert_eq!(c.getattr(2), Ok(None), "never set");
+    let a = Attr { size: 10, mode: 0o100600, nlink: 1, mtime: (5, 6), ..Attr::default() };
+    c.setattr(2, &a, Instant::now() + Duration::from_secs(60)).unwrap();
+    assert_eq!(c.getattr(2), Ok(Some(a)));
+    c.setattr(2, &a, Instant::now() + Duration::from_millis(20)).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(c.getattr(2), Ok(None), "expired");
+    assert_eq!(c.setattr(99, &a, Instant::now()), Err(Error::UnknownInode(99)));
+    assert_eq!(c.getattr(99), Err(Error::UnknownInode(99)));
+}
+
+#[test]
+fn walk_dots_symlinks_and_ends() {
+    let c = cache();
+    c.add(ROOT_INO, b"a", dir(2)).unwrap();
+    c.add(2, b"b", dir(3)).unwrap();
+    c.add(3, b"f", file(4)).unwrap();
+    c.add(2, b"ln", link(5)).unwrap();
+    c.add_negative(3, b"gone").unwrap();
+    let g = epoch::pin();
+    let ino = |w: Result<Walk<'_>, Error>| match w.unwrap() {
+        Walk::Found(i) => i.ino(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(ino(c.walk(&g, ROOT_INO, "")), ROOT_INO);
+    assert_eq!(ino(c.walk(&g, ROOT_INO, "/a//b/./f")), 4);
+    assert_eq!(ino(c.walk(&g, ROOT_INO, "a/b/../b/f")), 4);
+    assert_eq!(ino(c.walk(&g, ROOT_INO, "../../a")), 2, "the root's parent is itself");
+    assert_eq!(ino(c.walk(&g, 3, "..")), 2, "relative to any directory");
+    assert_eq!(ino(c.walk(&g, ROOT_INO, "a/ln")), 5, "a last symlink is found, not followed");
+    assert!(matches!(
+        c.walk(&g, ROOT_INO, "a/ln/x/y"),
+        Ok(Walk::Symlink { inode, rest: 5 }) if inode.ino() == 5
+    ));
+    assert!(matches!(c.walk(&g, ROOT_INO, "a/b/f/x"), Ok(Walk::NotDir { at: 6, .. })));
+    assert!(matches!(c.walk(&g, ROOT_INO, "a/b/gone/x"), Ok(Walk::Negative { at: 4 })));
+    assert!(matches!(c.walk(&g, ROOT_INO, "a/b/new"), Ok(Walk::Miss { parent: 3, at: 4 })));
+    assert!(matches!(c.walk(&g, ROOT_INO, "a/\0/f"), Err(Error::InvalidName(InvalidName::Nul))));
+    assert!(matches!(c.walk(&g, 42, "a"), Err(Error::UnknownInode(42))));
+    assert_eq!(c.stats().walk_fallbacks, 0, "no rename, no fallback");
+}
+
+#[test]
+fn stats_print_like_dentry_state() {
+    let c = Dcache::new(Config::for_entries(64).with_buckets(32));
+    c.add(ROOT_INO, b"f", file(2)).unwrap();
+    c.add_negative(ROOT_INO, b"n").unwrap();
+    let s = c.stats();
+    assert_eq!(s.nr_buckets, 32);
+    assert_eq!(s.dentry_state(), "2\t2\t0\t0\t1\t0");
+    let text = s.to_string();
+    for field in ["nr_dentry 2", "nr_unused 2", "nr_negative 1", "nr_buckets 32", "nr_inodes 2"] {
+        assert!(text.contains(field), "{field} missing from:\n{text}");
+    }
+}
+
+#[test]
+fn a_flood_of_misses_stays_bounded() {
+    let c = Dcache::new(Config::for_entries(64).with_buckets(64));
+    for i in 0..20_000u32 {
+        c.add_negative(ROOT_INO, format!("miss-{i}").as_bytes()).unwrap();
+    }
+    let s = c.stats();
+    assert!(s.per_bucket() <= 3.0, "{s}");
+    assert!(s.negative_evictions >= 20_000 - 3 * 64);
+    c.verify().unwrap();
+}

@@ -1,0 +1,115 @@
+//! Misses through a filesystem: cached answers, and concurrent misses of one name coalesced
+//! into one call (real threads, a counting backend).
+
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use udcache::{
+    Config, Dcache, Error, FileType, Filesystem, InodeSpec, Lookup, ROOT_INO, Resolved, epoch,
+};
+
+const THREADS: usize = 8;
+
+/// Answers `name` by its first byte: `f` a file (ino from the name's length), `n` no such
+/// file, anything else `EIO`. Before answering it waits until every other thread is parked on
+/// this call (the cache's coalesced counter says so), so the test is deterministic.
+struct Slow<'c> {
+    cache: &'c Dcache,
+    calls: AtomicU64,
+    wait_for: u64,
+}
+
+impl Filesystem for Slow<'_> {
+    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.cache.stats().coalesced_misses < self.wait_for && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        match name[0] {
+            b'f' => Ok(Some(InodeSpec {
+                ino: 100 + name.len() as u64,
+                kind: FileType::Regular,
+                fs_data: 9,
+            })),
+            b'n' => Ok(None),
+            _ => Err(5),
+        }
+    }
+}
+
+/// `THREADS` threads resolve `name` together; returns their answers and the backend calls.
+fn storm(
+    cache: &Dcache,
+    name: &[u8],
+    already_coalesced: u64,
+) -> (Vec<Result<Resolved, Error>>, u64) {
+    let fs =
+        Slow { cache, calls: AtomicU64::new(0), wait_for: already_coalesced + THREADS as u64 - 1 };
+    let start = Barrier::new(THREADS);
+    let answers = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    cache.resolve(&fs, ROOT_INO, name)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    (answers, fs.calls.load(Ordering::SeqCst))
+}
+
+#[test]
+fn concurrent_misses_of_one_name_make_one_call() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let (answers, calls) = storm(&cache, b"file", 0);
+    assert_eq!(calls, 1, "one backend call for {THREADS} threads");
+    let spec = InodeSpec { ino: 104, kind: FileType::Regular, fs_data: 9 };
+    assert!(answers.iter().all(|a| *a == Ok(Resolved::Found(spec))), "{answers:?}");
+    let s = cache.stats();
+    assert_eq!((s.backend_lookups, s.coalesced_misses), (1, THREADS as u64 - 1));
+    // Every Found counted one lookup: the kernel got THREADS replies.
+    let g = epoch::pin();
+    assert_eq!(cache.inode(&g, 104).unwrap().lookups(), THREADS as u64);
+    drop(g);
+    // Cached now: no call, still counted.
+    let fs = Slow { cache: &cache, calls: AtomicU64::new(0), wait_for: 0 };
+    assert_eq!(cache.resolve(&fs, ROOT_INO, b"file"), Ok(Resolved::Found(spec)));
+    assert_eq!(fs.calls.load(Ordering::SeqCst), 0);
+    cache.forget(104, THREADS as u64 + 1).unwrap();
+}
+
+#[test]
+fn a_coalesced_negative_is_remembered_and_shared() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let (answers, calls) = storm(&cache, b"nothing", 0);
+    assert_eq!(calls, 1);
+    assert!(answers.iter().all(|a| *a == Ok(Resolved::Negative)), "{answers:?}");
+    let g = epoch::pin();
+    assert!(matches!(cache.lookup(&g, ROOT_INO, b"nothing"), Ok(Lookup::Negative)));
+}
+
+#[test]
+fn errors_reach_every_waiter_and_are_not_cached() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let (answers, calls) = storm(&cache, b"eio", 0);
+    assert_eq!(calls, 1);
+    assert!(answers.iter().all(|a| *a == Err(Error::Backend(5))), "{answers:?}");
+    let g = epoch::pin();
+    assert!(matches!(cache.lookup(&g, ROOT_INO, b"eio"), Ok(Lookup::Miss)));
+    drop(g);
+    // The next storm calls again.
+    let (_, calls) = storm(&cache, b"eio", THREADS as u64 - 1);
+    assert_eq!(calls, 1);
+}
+
+#[test]
+fn bad_names_never_reach_the_filesystem() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let fs = Slow { cache: &cache, calls: AtomicU64::new(0), wait_for: 0 };
+    assert!(matches!(cache.resolve(&fs, ROOT_INO, b"a/b"), Err(Error::InvalidName(_))));
+    assert_eq!(fs.calls.load(Ordering::SeqCst), 0);
+}
