@@ -36,15 +36,20 @@ pub(crate) const WORKINGSET: u32 = 16;
 pub(crate) const DEAD: u32 = u32::MAX;
 
 /// One cached name: positive (it exists, `value` says what it is) or negative (it does not).
+///
+/// `repr(C)` keeps what a lookup touches together at the front — the chain link it follows,
+/// the key word, parent and state it compares and marks, then the name — and what only writers
+/// touch (the LRU link) behind it.
+#[repr(C)]
 pub struct Entry<V> {
     pub(crate) chain: HLink,
-    pub(crate) lru: Link,
     /// Hash (high 32 bits) and name length (low 32 bits): compared as one word before bytes.
     pub(crate) key: u64,
     parent: u64,
-    name: NameBuf,
-    pub(crate) refs: AtomicU32,
     pub(crate) state: AtomicU32,
+    pub(crate) refs: AtomicU32,
+    name: NameBuf,
+    pub(crate) lru: Link,
     value: V,
 }
 
