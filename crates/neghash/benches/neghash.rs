@@ -1,4 +1,5 @@
-//! Criterion benches: lookup hit, lookup miss, insert + release of a negative entry.
+//! Criterion benches: lookup hit, lookup miss, insert + release of a negative entry, and the
+//! bucket-lock choice: the bit lock in an `HListBl` head against a `Mutex` per bucket.
 
 use std::hint::black_box;
 
@@ -36,5 +37,20 @@ fn lookups(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, lookups);
+/// Bucket locks, uncontended: the bit lock in the head word (8 bytes per bucket, lock included)
+/// against a std `Mutex` beside a plain head (16 bytes per bucket).
+fn bucket_locks(c: &mut Criterion) {
+    use udcache_rculist::{HLink, HListBl, adapter};
+    struct Node {
+        link: HLink,
+    }
+    adapter!(NodeAdapter = Node { link: HLink });
+    let bit = HListBl::<NodeAdapter>::new();
+    let mutex = std::sync::Mutex::new(0u64);
+    c.bench_function("bucket_lock/bit", |b| b.iter(|| drop(black_box(bit.lock()))));
+    c.bench_function("bucket_lock/mutex", |b| b.iter(|| drop(black_box(mutex.lock().unwrap()))));
+    assert_eq!(std::mem::size_of::<HListBl<NodeAdapter>>(), 8);
+}
+
+criterion_group!(benches, lookups, bucket_locks);
 criterion_main!(benches);
