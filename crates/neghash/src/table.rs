@@ -460,11 +460,13 @@ impl<V: Send + Sync + 'static> Held<'_, V> {
     /// found it). Returns false if it was out already.
     pub fn remove(&self) -> bool {
         let t = self.table;
+        let guard = epoch::pin();
         let mut lock = t.lock_bucket(self.bucket);
         if !self.entry.is_hashed() {
             return false;
         }
         trim::unhash(t, &mut lock, &self.entry);
+        trim::retrim(t, &mut lock, &guard);
         true
     }
 }

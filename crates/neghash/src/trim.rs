@@ -14,8 +14,10 @@
 //! follow it in its chain are examined: in a run of negative, settled, unreferenced entries
 //! starting with it, the two after it are kept and the next is evicted — at most three in a row
 //! ([`MAX_RUN`]). Here every run of the chain is checked, not only the released entry's (see
-//! `trim_runs`), so the bound also holds after rule 2 or `shrink` spend second chances. New entries go to the front of a
-//! chain, so a flood of single-use misses keeps about three negatives per bucket. Lookups that
+//! `trim_runs`), so the bound also holds after rule 2 or `shrink` spend second chances, and
+//! after any entry leaves the middle of a chain (the two runs around it become one: `retrim`).
+//! New entries go to the front of a chain, so a flood of single-use misses keeps about three
+//! negatives per bucket. Lookups that
 //! hit set the referenced bit, which ends a run: negatives that real workloads reuse survive —
 //! and so does a flood that touches every name twice, which is why rule 2 exists.
 //!
@@ -149,6 +151,18 @@ fn trim_runs<V: Send + Sync + 'static>(
     }
 }
 
+/// Re-applies rule 1 (if on) after an entry left the middle of a chain: the runs on either side
+/// of it are one run now. Called after every unhash that is not itself rule 1's.
+pub(crate) fn retrim<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    lock: &mut BucketLock<'_, V>,
+    guard: &Guard,
+) {
+    if t.config().rule1() {
+        trim_runs(t, lock, guard);
+    }
+}
+
 /// Rule 1 keeps at most this many settled, unreferenced negatives in a row.
 pub const MAX_RUN: usize = 3;
 
@@ -196,9 +210,8 @@ pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
         if !evict(t, lock, victim, C::EvictRule2) {
             return;
         }
-        if t.config().rule1() && oldest_unreferenced.is_none() {
-            trim_runs(t, lock, guard);
-        }
+        // The victim may have separated two runs, or spent chances made new ones.
+        retrim(t, lock, guard);
     }
 }
 
@@ -244,13 +257,12 @@ fn evict_from_lru<V: Send + Sync + 'static>(
         if e.is_protected() {
             e.spend_chance();
             t.lru().add(&lock, &e, t.counters());
-            if t.config().rule1() && e.has(NEGATIVE) {
-                trim_runs(t, &mut lock, &guard);
-            }
+            retrim(t, &mut lock, &guard);
             continue;
         }
         if evict(t, &mut lock, &e, why) {
             evicted += 1;
+            retrim(t, &mut lock, &guard);
         }
         drop(guard);
         shard = (shard + 1) % shards;
