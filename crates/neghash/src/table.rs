@@ -214,8 +214,13 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// Whether a negative about to be inserted with `key` refaults (and forgets the ghost).
     fn refault(&self, lock: &BucketLock<'_, V>, key: u64) -> bool {
         let (slot, hash) = self.ghost_slot(lock, key);
-        // Relaxed: under the bucket lock, as in `remember_evicted`.
-        slot.load(Ordering::Relaxed) == hash && slot.swap(0, Ordering::Relaxed) == hash
+        // Relaxed: under the bucket lock, as in `remember_evicted`; no one else writes the slot
+        // between the load and the store.
+        let hit = slot.load(Ordering::Relaxed) == hash;
+        if hit {
+            slot.store(0, Ordering::Relaxed);
+        }
+        hit
     }
 
     /// Finds `(parent, name)` without locks. A hit sets the entry's referenced bit (a store only
@@ -373,13 +378,6 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// The bucket `(parent, name)` hashes to (stable for the table's life).
     pub fn bucket_of(&self, parent: u64, name: &[u8]) -> usize {
         self.locate(parent, name).1
-    }
-
-    /// Bytes one entry with a name of at most [`INLINE_NAME`](crate::INLINE_NAME) bytes costs:
-    /// the entry with its reference counts, plus one bucket head per entry at the given fill.
-    pub fn entry_bytes(&self) -> usize {
-        // An Arc allocation is the entry plus two counts.
-        std::mem::size_of::<Entry<V>>() + 2 * std::mem::size_of::<usize>()
     }
 
     /// Called by [`Held`]'s drop: the last release settles the entry.
