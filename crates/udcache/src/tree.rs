@@ -4,13 +4,13 @@
 //! # Rules
 //!
 //! - A directory inode keeps a map of its **positive** children, name → inode
-//!   ([`DirState`]). Negative dentries are never on it: they live only in the name table, so
+//!   (`DirState`). Negative dentries are never on it: they live only in the name table, so
 //!   iterating a directory's children costs O(positive children) however many misses it
 //!   remembers (the 2020 thread's point: 0.5 s to walk ten positive children behind a
 //!   million negatives).
 //! - The map changes only together with a dentry's slot: a writer holds the name's stripe lock
-//!   (the [`NameLock`] proof) while it calls [`Dcache::name_linked`] or
-//!   [`Dcache::name_unlinked`], and those also keep the inode's alias list. So map, aliases and
+//!   (the `NameLock` proof) while it calls `Dcache::name_linked` or
+//!   `Dcache::name_unlinked`, and those also keep the inode's alias list. So map, aliases and
 //!   slots agree whenever no writer holds the stripe.
 //! - The map's mutex is a leaf lock (after the stripes, before nothing): readers copy a
 //!   snapshot under it and call user code with no lock held, so a callback may call back into
