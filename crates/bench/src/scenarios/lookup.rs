@@ -89,7 +89,7 @@ impl<'a> Borrow<dyn KeyView + 'a> for Key {
 
 /// One variant's cached tree.
 enum Tree {
-    Udcache(Dcache),
+    Udcache(Box<Dcache>),
     Papaya(papaya::HashMap<Key, u64, RandomState>),
     DashMap(dashmap::DashMap<Key, u64, RandomState>),
     RwLock(RwLock<HashMap<Key, u64, RandomState>>),
@@ -142,7 +142,7 @@ fn build(variant: &str, entries: &[(u64, String, u64, bool)]) -> Tree {
                     .add(*parent, n.as_bytes(), InodeSpec { ino: *ino, kind, fs_data: 0 })
                     .unwrap();
             }
-            Tree::Udcache(cache)
+            Tree::Udcache(Box::new(cache))
         }
         "papaya" => {
             let m = papaya::HashMap::with_hasher(RandomState::new());
@@ -292,7 +292,7 @@ mod tests {
     fn borrowed_view_finds_owned_key() {
         let mut m: HashMap<Key, u64> = HashMap::new();
         m.insert(Key(7, b"abc".as_slice().into()), 1);
-        assert_eq!(m.get(&(7, b"abc".as_slice()) as &dyn KeyView), Some(&1));
-        assert_eq!(m.get(&(8, b"abc".as_slice()) as &dyn KeyView), None);
+        assert_eq!(m.get(&(7u64, b"abc".as_slice()) as &dyn KeyView), Some(&1));
+        assert_eq!(m.get(&(8u64, b"abc".as_slice()) as &dyn KeyView), None);
     }
 }

@@ -91,7 +91,7 @@ impl Filesystem for Files {
 
 /// A variant's cache, fresh for each measurement.
 enum Table {
-    Udcache(Dcache),
+    Udcache(Box<Dcache>),
     Mutex(Mutex<HashMap<Key, Option<u64>, RandomState>>),
 }
 
@@ -103,7 +103,7 @@ impl Table {
                 for (parent, name, spec) in &files.dirs {
                     cache.add(*parent, name.as_bytes(), *spec).unwrap();
                 }
-                Table::Udcache(cache)
+                Table::Udcache(Box::new(cache))
             }
             _ => Table::Mutex(Mutex::new(
                 files

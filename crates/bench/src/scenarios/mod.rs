@@ -6,6 +6,7 @@
 use crate::Options;
 use crate::report::Report;
 
+mod children_walk;
 mod dcache_flood;
 mod gp_batch;
 mod include_path;
@@ -72,6 +73,11 @@ pub const ALL: &[Scenario] = &[
         name: "dcache-flood",
         about: "000's flood through the whole Dcache (once and touch-twice): dentries per bucket",
         run: dcache_flood::run,
+    },
+    Scenario {
+        name: "children-walk",
+        about: "positive children of a dir with 10 positives + 1M negatives vs 10 and none",
+        run: children_walk::run,
     },
 ];
 
