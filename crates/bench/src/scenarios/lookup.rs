@@ -23,21 +23,18 @@
 //! `ns_per_component_<variant>_<threads>t` for every variant.
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher, RandomState};
+use std::hash::{Hash, Hasher};
 use std::hint::black_box;
-use std::sync::{Mutex, RwLock};
-use std::time::Instant;
 
 use udcache::{Config, Dcache, FileType, InodeSpec, ROOT_INO, Walk, epoch};
 
+use super::maps::{BASELINES, Baseline, on_threads, random_orders};
 use crate::Options;
 use crate::measure::interleaved;
 use crate::report::{Report, Row};
 
 const DEPTH: usize = 6;
 const FANOUT: u64 = 6;
-const VARIANTS: [&str; 5] = ["udcache", "papaya", "dashmap", "rwlock", "mutex"];
 
 /// A map key: `(parent ino, name)`. Looked up through [`KeyView`] so queries borrow the name.
 #[derive(PartialEq, Eq)]
@@ -90,10 +87,7 @@ impl<'a> Borrow<dyn KeyView + 'a> for Key {
 /// One variant's cached tree.
 enum Tree {
     Udcache(Box<Dcache>),
-    Papaya(papaya::HashMap<Key, u64, RandomState>),
-    DashMap(dashmap::DashMap<Key, u64, RandomState>),
-    RwLock(RwLock<HashMap<Key, u64, RandomState>>),
-    Mutex(Mutex<HashMap<Key, u64, RandomState>>),
+    Baseline(Baseline<Key>),
 }
 
 fn name(level: usize, i: u64) -> String {
@@ -144,24 +138,7 @@ fn build(variant: &str, entries: &[(u64, String, u64, bool)]) -> Tree {
             }
             Tree::Udcache(Box::new(cache))
         }
-        "papaya" => {
-            let m = papaya::HashMap::with_hasher(RandomState::new());
-            let g = m.pin();
-            pairs.for_each(|(k, v)| {
-                g.insert(k, v);
-            });
-            drop(g);
-            Tree::Papaya(m)
-        }
-        "dashmap" => {
-            let m = dashmap::DashMap::with_hasher(RandomState::new());
-            pairs.for_each(|(k, v)| {
-                m.insert(k, v);
-            });
-            Tree::DashMap(m)
-        }
-        "rwlock" => Tree::RwLock(RwLock::new(pairs.collect())),
-        _ => Tree::Mutex(Mutex::new(pairs.collect())),
+        _ => Tree::Baseline(Baseline::build(variant, pairs)),
     }
 }
 
@@ -188,13 +165,13 @@ fn walks(tree: &Tree, paths: &[String], order: &[u32]) -> u64 {
                     other => panic!("{path}: {other:?}"),
                 }
             }
-            Tree::Papaya(m) => {
+            // One pin per walk, as udcache's walk.
+            Tree::Baseline(Baseline::Papaya(m)) => {
                 let g = m.pin();
                 walk_by_component(path, |k| g.get(k).copied())
             }
-            Tree::DashMap(m) => walk_by_component(path, |k| m.get(k).map(|v| *v)),
-            Tree::RwLock(m) => walk_by_component(path, |k| m.read().unwrap().get(k).copied()),
-            Tree::Mutex(m) => walk_by_component(path, |k| m.lock().unwrap().get(k).copied()),
+            // One lock per component: one FUSE lookup each.
+            Tree::Baseline(m) => walk_by_component(path, |k| m.get(k)),
         };
         sum = sum.wrapping_add(black_box(ino));
     }
@@ -203,16 +180,10 @@ fn walks(tree: &Tree, paths: &[String], order: &[u32]) -> u64 {
 
 /// Wall nanoseconds per component (all threads' components together) with `threads` threads.
 fn ns_per_component(tree: &Tree, paths: &[String], orders: &[Vec<u32>], threads: usize) -> f64 {
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        let handles: Vec<_> =
-            orders[..threads].iter().map(|o| s.spawn(move || walks(tree, paths, o))).collect();
-        for h in handles {
-            black_box(h.join().unwrap());
-        }
-    });
+    let (sums, time) = on_threads(orders, threads, |o| walks(tree, paths, o));
+    black_box(sums);
     let components = (orders[0].len() * threads * DEPTH) as f64;
-    start.elapsed().as_nanos() as f64 / components
+    time.as_nanos() as f64 / components
 }
 
 /// Runs the scenario.
@@ -221,21 +192,10 @@ pub fn run(opts: &Options) -> Report {
         if opts.quick { (100_000, 5) } else { (500_000, 11) };
     let leaves = FANOUT.pow(DEPTH as u32);
     let paths: Vec<String> = (0..leaves).map(leaf_path).collect();
-    let orders: Vec<Vec<u32>> = (0..2u64)
-        .map(|t| {
-            let mut x = 0x2545_f491_4f6c_dd1du64 ^ (t + 1);
-            (0..per_thread)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x % leaves) as u32
-                })
-                .collect()
-        })
-        .collect();
+    let orders = random_orders(0x2545_f491_4f6c_dd1d, leaves, per_thread);
     let entries = tree_entries();
-    let trees: Vec<Tree> = VARIANTS.iter().map(|v| build(v, &entries)).collect();
+    let variants: Vec<&str> = ["udcache"].into_iter().chain(BASELINES).collect();
+    let trees: Vec<Tree> = variants.iter().map(|v| build(v, &entries)).collect();
     // Every variant resolves the same leaves to the same inos.
     let check: Vec<u64> = trees.iter().map(|t| walks(t, &paths, &orders[0][..1000])).collect();
     assert!(check.iter().all(|&s| s == check[0]), "variants disagree: {check:?}");
@@ -249,7 +209,7 @@ pub fn run(opts: &Options) -> Report {
     }
     let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
     let ns = interleaved(&mut refs, rounds);
-    let (one, two) = ns.split_at(VARIANTS.len());
+    let (one, two) = ns.split_at(variants.len());
 
     let mut report = Report::new("lookup");
     // Throughput is 1/ns, so 2-thread over 1-thread throughput is ns_1t / ns_2t.
@@ -258,7 +218,7 @@ pub fn run(opts: &Options) -> Report {
         .with("ratio_vs_papaya_1t", one[0] / one[1])
         .with("scaling_2t", one[0] / two[0])
         .with("scaling_2t_mutex", one[4] / two[4]);
-    for (i, v) in VARIANTS.iter().enumerate() {
+    for (i, v) in variants.iter().enumerate() {
         report.row(
             Row::new()
                 .with("variant", *v)
@@ -290,7 +250,7 @@ mod tests {
 
     #[test]
     fn borrowed_view_finds_owned_key() {
-        let mut m: HashMap<Key, u64> = HashMap::new();
+        let mut m: std::collections::HashMap<Key, u64> = Default::default();
         m.insert(Key(7, b"abc".as_slice().into()), 1);
         assert_eq!(m.get(&(7u64, b"abc".as_slice()) as &dyn KeyView), Some(&1));
         assert_eq!(m.get(&(8u64, b"abc".as_slice()) as &dyn KeyView), None);

@@ -13,6 +13,7 @@ mod include_path;
 mod lookup;
 mod make_j;
 mod map_lookup;
+mod maps;
 mod neg_flood;
 mod readdir_modified;
 mod selftest;
