@@ -106,3 +106,51 @@ fn map_lookup_reports_ratios() {
         assert!(s[f].as_f64().is_some_and(|v| v > 0.0), "{f}: {s}");
     }
 }
+
+#[test]
+fn lookup_reports_per_component_figures() {
+    let (rows, s) = quick_json("lookup");
+    assert_eq!(rows.len(), 5, "one row per variant");
+    for f in ["ns_per_component", "ratio_vs_papaya_1t", "scaling_2t", "scaling_2t_mutex"] {
+        assert!(s[f].as_f64().is_some_and(|v| v > 0.0), "{f}: {s}");
+    }
+    let ns = s["ns_per_component"].as_f64().unwrap();
+    assert_eq!(ns, s["ns_per_component_udcache_1t"].as_f64().unwrap());
+    let ratio = ns / s["ns_per_component_papaya_1t"].as_f64().unwrap();
+    assert!((s["ratio_vs_papaya_1t"].as_f64().unwrap() - ratio).abs() < 1e-9, "same run: {s}");
+}
+
+#[test]
+fn make_j_reports_scaling() {
+    let (rows, s) = quick_json("make-j");
+    assert_eq!(rows.len(), 2, "udcache and mutex");
+    for f in ["scaling_2t", "scaling_2t_mutex", "ratio_vs_mutex_1t", "ratio_vs_mutex_2t"] {
+        assert!(s[f].as_f64().is_some_and(|v| v > 0.0), "{f}: {s}");
+    }
+    // 20 headers x (50 include dirs + the system dir): each name is asked for at least once.
+    assert!(s["backend_lookups"].as_u64().is_some_and(|n| n >= 1020), "{s}");
+}
+
+#[test]
+fn children_walk_keeps_its_negatives() {
+    let (rows, s) = quick_json("children-walk");
+    assert_eq!(rows.len(), 2);
+    assert!(s["ratio_with_negatives"].as_f64().is_some_and(|v| v > 0.0), "{s}");
+    // The comparison is only meaningful if the negatives are really cached.
+    let (kept, added) = (s["negatives_kept"].as_u64().unwrap(), s["negatives_added"].as_u64());
+    assert!(kept as f64 >= 0.9 * added.unwrap() as f64 && Some(kept) <= added, "{s}");
+}
+
+#[test]
+fn dcache_flood_reports_bounds() {
+    let (rows, s) = quick_json("dcache-flood");
+    assert_eq!(rows.len(), 16, "8 iterations, once and twice");
+    for f in ["per_bucket_once", "per_bucket_twice", "bytes_per_dentry"] {
+        assert!(s[f].as_f64().is_some_and(|v| v > 0.0), "{f}: {s}");
+    }
+    // The bounds are properties of the cache, not speed figures: they must hold.
+    let cap = s["cap"].as_f64().unwrap();
+    assert!(s["per_bucket_once"].as_f64().unwrap() <= 3.0, "{s}");
+    let twice = s["per_bucket_twice"].as_f64().unwrap();
+    assert!(twice > 3.0 && twice <= cap, "the cap, not the run rule, bounds it: {s}");
+}

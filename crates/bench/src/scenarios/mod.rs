@@ -6,9 +6,14 @@
 use crate::Options;
 use crate::report::Report;
 
+mod children_walk;
+mod dcache_flood;
 mod gp_batch;
 mod include_path;
+mod lookup;
+mod make_j;
 mod map_lookup;
+mod maps;
 mod neg_flood;
 mod readdir_modified;
 mod selftest;
@@ -54,6 +59,26 @@ pub const ALL: &[Scenario] = &[
         name: "readdir-modified",
         about: "list a large directory while it changes: restart vs cursor vs cookie index",
         run: readdir_modified::run,
+    },
+    Scenario {
+        name: "lookup",
+        about: "cached 6-component path walk at 1 and 2 threads: udcache vs maps per component",
+        run: lookup::run,
+    },
+    Scenario {
+        name: "make-j",
+        about: "002's make -j load (negative lookups through 50 -I dirs): udcache vs a Mutex",
+        run: make_j::run,
+    },
+    Scenario {
+        name: "dcache-flood",
+        about: "000's flood through the whole Dcache (once and touch-twice): dentries per bucket",
+        run: dcache_flood::run,
+    },
+    Scenario {
+        name: "children-walk",
+        about: "positive children of a dir with 10 positives + 1M negatives vs 10 and none",
+        run: children_walk::run,
     },
 ];
 

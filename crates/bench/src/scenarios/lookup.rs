@@ -1,0 +1,258 @@
+//! `lookup`: a cached 6-component path walk, udcache against maps walked component by component.
+//!
+//! A full tree of depth 6 and fanout 6 (46,656 leaves, 55,986 directories and files) is cached
+//! in every variant. A walk resolves one random leaf path `level1_entry03/level2_entry00/...`
+//! from the root:
+//!
+//! - `udcache`: [`Dcache::walk`] — one epoch guard for the walk, a lockless lookup per
+//!   component, validated by the rename sequence;
+//! - `papaya`, `dashmap`, `rwlock` (`RwLock<HashMap>`), `mutex` (`Mutex<HashMap>`, the single
+//!   lock of libfuse's high-level node table): the same walk done as the kernel asks a FUSE
+//!   server, one lookup of `(parent ino, name)` per component; papaya pins once per walk (as
+//!   udcache does), the locked maps lock once per component (one FUSE LOOKUP each).
+//!
+//! Every map hashes with std's `RandomState` (SipHash-1-3, the hasher udcache's table uses) and
+//! is queried with a borrowed `(parent, &name)` view, so no variant copies or allocates a key.
+//! Each variant runs with 1 and 2 threads, all ten interleaved round by round; each thread does
+//! the same number of walks over its own random order.
+//!
+//! Summary fields: `ns_per_component` (udcache, 1 thread: wall time per component),
+//! `ratio_vs_papaya_1t` (udcache's ns per component over papaya's, 1 thread: ≤ 1.0 means
+//! udcache is at least as fast), `scaling_2t` (udcache's throughput with 2 threads over
+//! 1 thread), `scaling_2t_mutex` (the same for `Mutex<HashMap>`), plus
+//! `ns_per_component_<variant>_<threads>t` for every variant.
+
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
+use std::hint::black_box;
+
+use udcache::{Config, Dcache, FileType, InodeSpec, ROOT_INO, Walk, epoch};
+
+use super::maps::{BASELINES, Baseline, on_threads, random_orders};
+use crate::Options;
+use crate::measure::interleaved;
+use crate::report::{Report, Row};
+
+const DEPTH: usize = 6;
+const FANOUT: u64 = 6;
+
+/// A map key: `(parent ino, name)`. Looked up through [`KeyView`] so queries borrow the name.
+#[derive(PartialEq, Eq)]
+pub(super) struct Key(pub(super) u64, pub(super) Box<[u8]>);
+
+/// A borrowed view of a key: what a walk has in hand (the parent and a slice of the path).
+pub(super) trait KeyView {
+    /// The parent and the name.
+    fn parts(&self) -> (u64, &[u8]);
+}
+
+impl KeyView for Key {
+    fn parts(&self) -> (u64, &[u8]) {
+        (self.0, &self.1)
+    }
+}
+
+impl KeyView for (u64, &[u8]) {
+    fn parts(&self) -> (u64, &[u8]) {
+        *self
+    }
+}
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl Hash for dyn KeyView + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyView + '_ {}
+
+impl<'a> Borrow<dyn KeyView + 'a> for Key {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
+/// One variant's cached tree.
+enum Tree {
+    Udcache(Box<Dcache>),
+    Baseline(Baseline<Key>),
+}
+
+fn name(level: usize, i: u64) -> String {
+    format!("level{level}_entry{i:02}")
+}
+
+/// Every `(parent, name, ino, is_dir)` of the tree, parents before children.
+fn tree_entries() -> Vec<(u64, String, u64, bool)> {
+    let mut out = Vec::new();
+    let mut level_inos = vec![ROOT_INO];
+    let mut next = ROOT_INO + 1;
+    for level in 1..=DEPTH {
+        let mut below = Vec::new();
+        for &parent in &level_inos {
+            for i in 0..FANOUT {
+                out.push((parent, name(level, i), next, level < DEPTH));
+                below.push(next);
+                next += 1;
+            }
+        }
+        level_inos = below;
+    }
+    out
+}
+
+/// The path of leaf number `leaf` (its base-FANOUT digits, most significant first).
+fn leaf_path(leaf: u64) -> String {
+    let mut digits = [0u64; DEPTH];
+    let mut rest = leaf;
+    for d in digits.iter_mut().rev() {
+        *d = rest % FANOUT;
+        rest /= FANOUT;
+    }
+    let parts: Vec<String> = digits.iter().enumerate().map(|(l, &i)| name(l + 1, i)).collect();
+    parts.join("/")
+}
+
+fn build(variant: &str, entries: &[(u64, String, u64, bool)]) -> Tree {
+    let pairs = entries.iter().map(|(p, n, ino, _)| (Key(*p, n.as_bytes().into()), *ino));
+    match variant {
+        "udcache" => {
+            let cache = Dcache::new(Config::for_entries(entries.len()));
+            for (parent, n, ino, dir) in entries {
+                let kind = if *dir { FileType::Directory } else { FileType::Regular };
+                cache
+                    .add(*parent, n.as_bytes(), InodeSpec { ino: *ino, kind, fs_data: 0 })
+                    .unwrap();
+            }
+            Tree::Udcache(Box::new(cache))
+        }
+        _ => Tree::Baseline(Baseline::build(variant, pairs)),
+    }
+}
+
+/// Walks `path` component by component with `step` (one map lookup); the leaf's ino.
+fn walk_by_component(path: &str, mut step: impl FnMut(&dyn KeyView) -> Option<u64>) -> u64 {
+    let mut cur = ROOT_INO;
+    for c in path.as_bytes().split(|&b| b == b'/') {
+        cur = step(&(cur, c)).expect("every path is cached");
+    }
+    cur
+}
+
+/// Resolves `paths[order[i]]` for every i; returns the sum of the leaf inos (kept, so no walk
+/// can be optimised away).
+fn walks(tree: &Tree, paths: &[String], order: &[u32]) -> u64 {
+    let mut sum = 0u64;
+    for &i in order {
+        let path = paths[i as usize].as_str();
+        let ino = match tree {
+            Tree::Udcache(c) => {
+                let guard = epoch::pin();
+                match c.walk(&guard, ROOT_INO, path) {
+                    Ok(Walk::Found(inode)) => inode.ino(),
+                    other => panic!("{path}: {other:?}"),
+                }
+            }
+            // One pin per walk, as udcache's walk.
+            Tree::Baseline(Baseline::Papaya(m)) => {
+                let g = m.pin();
+                walk_by_component(path, |k| g.get(k).copied())
+            }
+            // One lock per component: one FUSE lookup each.
+            Tree::Baseline(m) => walk_by_component(path, |k| m.get(k)),
+        };
+        sum = sum.wrapping_add(black_box(ino));
+    }
+    sum
+}
+
+/// Wall nanoseconds per component (all threads' components together) with `threads` threads.
+fn ns_per_component(tree: &Tree, paths: &[String], orders: &[Vec<u32>], threads: usize) -> f64 {
+    let (sums, time) = on_threads(orders, threads, |o| walks(tree, paths, o));
+    black_box(sums);
+    let components = (orders[0].len() * threads * DEPTH) as f64;
+    time.as_nanos() as f64 / components
+}
+
+/// Runs the scenario.
+pub fn run(opts: &Options) -> Report {
+    let (per_thread, rounds): (usize, usize) =
+        if opts.quick { (100_000, 5) } else { (500_000, 11) };
+    let leaves = FANOUT.pow(DEPTH as u32);
+    let paths: Vec<String> = (0..leaves).map(leaf_path).collect();
+    let orders = random_orders(0x2545_f491_4f6c_dd1d, leaves, per_thread);
+    let entries = tree_entries();
+    let variants: Vec<&str> = ["udcache"].into_iter().chain(BASELINES).collect();
+    let trees: Vec<Tree> = variants.iter().map(|v| build(v, &entries)).collect();
+    // Every variant resolves the same leaves to the same inos.
+    let check: Vec<u64> = trees.iter().map(|t| walks(t, &paths, &orders[0][..1000])).collect();
+    assert!(check.iter().all(|&s| s == check[0]), "variants disagree: {check:?}");
+
+    let mut runs: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
+    for threads in [1, 2] {
+        for t in &trees {
+            let (paths, orders) = (&paths, &orders);
+            runs.push(Box::new(move || ns_per_component(t, paths, orders, threads)));
+        }
+    }
+    let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
+    let ns = interleaved(&mut refs, rounds);
+    let (one, two) = ns.split_at(variants.len());
+
+    let mut report = Report::new("lookup");
+    // Throughput is 1/ns, so 2-thread over 1-thread throughput is ns_1t / ns_2t.
+    let mut summary = Row::new()
+        .with("ns_per_component", one[0])
+        .with("ratio_vs_papaya_1t", one[0] / one[1])
+        .with("scaling_2t", one[0] / two[0])
+        .with("scaling_2t_mutex", one[4] / two[4]);
+    for (i, v) in variants.iter().enumerate() {
+        report.row(
+            Row::new()
+                .with("variant", *v)
+                .with("ns_per_component_1t", one[i])
+                .with("ns_per_component_2t", two[i])
+                .with("scaling_2t", one[i] / two[i])
+                .with("ratio_vs_udcache_1t", one[i] / one[0]),
+        );
+        summary = summary
+            .with(&format!("ns_per_component_{v}_1t"), one[i])
+            .with(&format!("ns_per_component_{v}_2t"), two[i]);
+    }
+    report.summary(summary.with("paths", leaves).with("walks_per_thread", per_thread));
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaf_paths_name_the_tree() {
+        assert_eq!(leaf_path(0).split('/').count(), DEPTH);
+        assert!(leaf_path(1).ends_with("level6_entry01"));
+        assert!(leaf_path(FANOUT).ends_with("level5_entry01/level6_entry00"));
+        let entries = tree_entries();
+        assert_eq!(entries.len() as u64, (1..=DEPTH as u32).map(|d| FANOUT.pow(d)).sum::<u64>());
+    }
+
+    #[test]
+    fn borrowed_view_finds_owned_key() {
+        let mut m: std::collections::HashMap<Key, u64> = Default::default();
+        m.insert(Key(7, b"abc".as_slice().into()), 1);
+        assert_eq!(m.get(&(7u64, b"abc".as_slice()) as &dyn KeyView), Some(&1));
+        assert_eq!(m.get(&(8u64, b"abc".as_slice()) as &dyn KeyView), None);
+    }
+}

@@ -1,0 +1,236 @@
+//! `make-j`: the load of Linux's 2014 "Add RCU-walk support to NFS" thread.
+//!
+//! Its Makefile runs 200 compiles of a one-line file with 50 empty `-I` directories on NFS:
+//! every header the compile includes is looked up in each of the 50 directories (all misses)
+//! before it is found in the system directory, so after the first compile almost every lookup
+//! is answered by a negative entry. There, `make -j 40` ran at half the speed of `make -j 5`
+//! until the lookups stopped taking locks.
+//!
+//! Here: directories `import/dummySrc/1` … `/50` (empty, cached up front, as after the
+//! Makefile's `dirs` target) and `usr/include` holding 20 headers; a compile resolves, for each
+//! header, the path `import/dummySrc/<d>/<header>` for d = 1..50 (negative) and then
+//! `usr/include/<header>` (found). A miss asks the "filesystem" (an immutable map of what
+//! exists) and caches its answer. 200 compiles per measurement, shared by 1 or 2 threads
+//! through a counter, on a fresh cache each time (so the first compile's misses are in it).
+//!
+//! Variants: `udcache` ([`Dcache::walk`], misses through [`Dcache::resolve`]) and `mutex`
+//! (`Mutex<HashMap>` of `(parent, name)` to `Some(ino)` or `None` for a negative, locked once
+//! per component, as libfuse's high-level API does; misses asked without the lock held), each
+//! at 1 and 2 threads, interleaved.
+//!
+//! Summary fields: `scaling_2t` (udcache compiles/s with 2 threads over 1 thread),
+//! `scaling_2t_mutex` (the same for the mutex table), plus `compiles_per_s_<variant>_<n>t`,
+//! `ratio_vs_mutex_1t`/`_2t` (udcache's throughput over the mutex table's) and
+//! `backend_lookups` (filesystem calls in udcache's last measurement: 1,020 if no negative was
+//! evicted).
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::hash::RandomState;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use udcache::{Config, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, Resolved, Walk, epoch};
+
+use super::lookup::{Key, KeyView};
+use crate::Options;
+use crate::measure::interleaved;
+use crate::report::{Report, Row};
+
+const INCLUDE_DIRS: u64 = 50;
+const HEADERS: u64 = 20;
+const COMPILES: usize = 200;
+
+/// What exists: `(parent, name)` to the inode. Never changes during a measurement.
+struct Files {
+    entries: HashMap<Key, InodeSpec, RandomState>,
+    /// The directories, which every variant caches up front.
+    dirs: Vec<(u64, String, InodeSpec)>,
+    /// Each header's 50 include-path attempts and its system path.
+    paths: Vec<(Vec<String>, String)>,
+}
+
+impl Files {
+    fn new() -> Self {
+        let mut dirs = Vec::new();
+        let mut next = ROOT_INO + 1;
+        let mut dir = |parent: u64, name: &str| {
+            let spec = InodeSpec { ino: next, kind: FileType::Directory, fs_data: 0 };
+            next += 1;
+            dirs.push((parent, name.to_owned(), spec));
+            spec.ino
+        };
+        let import = dir(ROOT_INO, "import");
+        let src = dir(import, "dummySrc");
+        for d in 1..=INCLUDE_DIRS {
+            dir(src, &d.to_string());
+        }
+        let usr = dir(ROOT_INO, "usr");
+        let include = dir(usr, "include");
+        let mut entries: HashMap<Key, InodeSpec, RandomState> =
+            dirs.iter().map(|(p, n, s)| (Key(*p, n.as_bytes().into()), *s)).collect();
+        let mut paths = Vec::new();
+        for h in 0..HEADERS {
+            let header = format!("header{h:02}.h");
+            let spec = InodeSpec { ino: next + h, kind: FileType::Regular, fs_data: h };
+            entries.insert(Key(include, header.as_bytes().into()), spec);
+            let misses =
+                (1..=INCLUDE_DIRS).map(|d| format!("import/dummySrc/{d}/{header}")).collect();
+            paths.push((misses, format!("usr/include/{header}")));
+        }
+        Files { entries, dirs, paths }
+    }
+}
+
+impl Filesystem for Files {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        Ok(self.entries.get(&(parent, name) as &dyn KeyView).copied())
+    }
+}
+
+/// A variant's cache, fresh for each measurement.
+enum Table {
+    Udcache(Box<Dcache>),
+    Mutex(Mutex<HashMap<Key, Option<u64>, RandomState>>),
+}
+
+impl Table {
+    fn new(variant: &str, files: &Files) -> Self {
+        match variant {
+            "udcache" => {
+                let cache = Dcache::new(Config::for_entries(4096));
+                for (parent, name, spec) in &files.dirs {
+                    cache.add(*parent, name.as_bytes(), *spec).unwrap();
+                }
+                Table::Udcache(Box::new(cache))
+            }
+            _ => Table::Mutex(Mutex::new(
+                files
+                    .dirs
+                    .iter()
+                    .map(|(p, n, s)| (Key(*p, n.as_bytes().into()), Some(s.ino)))
+                    .collect(),
+            )),
+        }
+    }
+
+    /// Resolves `path` from the root: whether it exists.
+    fn resolve(&self, files: &Files, path: &str) -> bool {
+        match self {
+            Table::Udcache(cache) => loop {
+                let guard = epoch::pin();
+                match cache.walk(&guard, ROOT_INO, path).unwrap() {
+                    Walk::Found(_) => return true,
+                    Walk::Negative { .. } => return false,
+                    Walk::Miss { parent, at } => {
+                        drop(guard);
+                        let name = path[at..].split('/').next().unwrap().as_bytes();
+                        if cache.resolve(files, parent, name).unwrap() == Resolved::Negative {
+                            return false;
+                        }
+                    }
+                    other => panic!("{path}: {other:?}"),
+                }
+            },
+            Table::Mutex(m) => {
+                let mut cur = ROOT_INO;
+                for c in path.as_bytes().split(|&b| b == b'/') {
+                    let cached = m.lock().unwrap().get(&(cur, c) as &dyn KeyView).copied();
+                    let next = cached.unwrap_or_else(|| {
+                        let found = files.lookup(cur, c).unwrap().map(|s| s.ino);
+                        m.lock().unwrap().insert(Key(cur, c.into()), found);
+                        found
+                    });
+                    match next {
+                        Some(ino) => cur = ino,
+                        None => return false,
+                    }
+                }
+                true
+            }
+        }
+    }
+}
+
+/// One compile: every header through every include directory, then the system directory.
+fn compile(table: &Table, files: &Files) {
+    for (misses, found) in &files.paths {
+        for p in misses {
+            assert!(!table.resolve(files, p), "{p} exists");
+        }
+        assert!(table.resolve(files, found), "{found} is missing");
+    }
+}
+
+/// Compiles per second for `COMPILES` compiles shared by `threads` threads, on a fresh table;
+/// also the filesystem calls udcache made.
+fn make(variant: &str, files: &Files, threads: usize) -> (f64, u64) {
+    let table = Table::new(variant, files);
+    let next = AtomicUsize::new(0);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                // Relaxed: a work counter; each compile is independent.
+                while next.fetch_add(1, Ordering::Relaxed) < COMPILES {
+                    compile(&table, files);
+                }
+            });
+        }
+    });
+    let rate = COMPILES as f64 / start.elapsed().as_secs_f64();
+    let calls = match &table {
+        Table::Udcache(c) => c.stats().backend_lookups,
+        Table::Mutex(_) => 0,
+    };
+    (rate, calls)
+}
+
+/// Runs the scenario.
+pub fn run(opts: &Options) -> Report {
+    let rounds = if opts.quick { 5 } else { 15 };
+    let files = Files::new();
+    let backend_lookups = Cell::new(0);
+    let mut runs: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
+    for variant in ["udcache", "mutex"] {
+        for threads in [1, 2] {
+            let (files, calls) = (&files, &backend_lookups);
+            runs.push(Box::new(move || {
+                let (rate, n) = make(variant, files, threads);
+                if variant == "udcache" {
+                    calls.set(n);
+                }
+                rate
+            }));
+        }
+    }
+    let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
+    let r = interleaved(&mut refs, rounds);
+    let (ud1, ud2, mx1, mx2) = (r[0], r[1], r[2], r[3]);
+
+    let mut report = Report::new("make-j");
+    for (variant, one, two) in [("udcache", ud1, ud2), ("mutex", mx1, mx2)] {
+        report.row(
+            Row::new()
+                .with("variant", variant)
+                .with("compiles_per_s_1t", one)
+                .with("compiles_per_s_2t", two)
+                .with("scaling_2t", two / one)
+                .with("lookups_per_compile", HEADERS * (INCLUDE_DIRS + 1)),
+        );
+    }
+    report.summary(
+        Row::new()
+            .with("scaling_2t", ud2 / ud1)
+            .with("scaling_2t_mutex", mx2 / mx1)
+            .with("ratio_vs_mutex_1t", ud1 / mx1)
+            .with("ratio_vs_mutex_2t", ud2 / mx2)
+            .with("compiles_per_s_udcache_1t", ud1)
+            .with("compiles_per_s_udcache_2t", ud2)
+            .with("compiles_per_s_mutex_1t", mx1)
+            .with("compiles_per_s_mutex_2t", mx2)
+            .with("backend_lookups", backend_lookups.get()),
+    );
+    report
+}
