@@ -2,12 +2,9 @@
 //!
 //! # Rules
 //!
-//! - `seq` (per inode) is even when the attributes are stable and odd while a writer updates
-//!   them. A writer takes it from even to odd with a compare-exchange (that is the writers'
-//!   lock: no mutex), stores the words, and releases it to the next even value.
-//! - Every attribute word is an `AtomicU64`, written and read with `Relaxed`; the two fences
-//!   below order them. A reader may observe a half-written set of words, but then its
-//!   validation fails and it retries: it never *returns* a torn snapshot.
+//! - The words are a [`SeqWords`] (see [`crate::seq`] for the sequence-count protocol): a
+//!   reader copies them without locks and retries if a writer was in the middle; every word is
+//!   atomic, and [`Attr`] is decoded only from a validated copy.
 //! - Writers publish; nothing is retired (the words live as long as the inode).
 //!
 //! # Why not the `seqlock` crate
@@ -21,7 +18,7 @@
 //! fence-based sequence lock of H.-J. Boehm, "Can seqlocks get along with programming language
 //! memory models?" (2012); it costs the same loads as the crate's version.
 
-use crate::sync::{AtomicU64, Ordering, fence, spin};
+use crate::seq::SeqWords;
 
 /// The stat fields a filesystem caches. Times are (seconds, nanoseconds) since the epoch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,66 +91,21 @@ impl Attr {
 
 /// An inode's attributes under a sequence count. `valid_until` is in the cache's clock
 /// (nanoseconds since the cache was made); 0 means never set.
-pub(crate) struct AttrCell {
-    seq: AtomicU64,
-    words: [AtomicU64; WORDS],
-}
+pub(crate) struct AttrCell(SeqWords<WORDS>);
 
 impl AttrCell {
     pub(crate) fn new() -> Self {
-        AttrCell { seq: AtomicU64::new(0), words: std::array::from_fn(|_| AtomicU64::new(0)) }
+        AttrCell(SeqWords::new())
     }
 
     /// A consistent snapshot `(attributes, valid_until)`, without locks or shared writes.
     pub(crate) fn read(&self) -> (Attr, u64) {
-        loop {
-            // Acquire: pairs with the writer's closing Release store, so a reader that sees an
-            // even value sees every word that writer stored.
-            let s1 = self.seq.load(Ordering::Acquire);
-            if s1 & 1 == 1 {
-                spin();
-                continue;
-            }
-            let mut w = [0u64; WORDS];
-            for (dst, src) in w.iter_mut().zip(&self.words) {
-                // Relaxed: validated by the fence and the second load below.
-                *dst = src.load(Ordering::Relaxed);
-            }
-            // Acquire fence: if any word read above was stored by a writer that started after
-            // `s1`, that writer's Release fence (after its odd store) synchronises with this
-            // fence, so the load below sees the odd value or a later one and we retry.
-            fence(Ordering::Acquire);
-            if self.seq.load(Ordering::Relaxed) == s1 {
-                return Attr::decode(&w);
-            }
-        }
+        Attr::decode(&self.0.read())
     }
 
-    /// Replaces the snapshot. Writers exclude each other through `seq` itself.
+    /// Replaces the snapshot. Writers exclude each other through the sequence count.
     pub(crate) fn write(&self, attr: &Attr, valid_until: u64) {
-        let mut s = self.seq.load(Ordering::Relaxed);
-        loop {
-            if s & 1 == 1 {
-                spin();
-                s = self.seq.load(Ordering::Relaxed);
-                continue;
-            }
-            // Acquire on success: pairs with the previous writer's Release store, so our
-            // words are stored after (and overwrite) theirs.
-            match self.seq.compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => break,
-                Err(now) => s = now,
-            }
-        }
-        // Release fence: orders the odd `seq` above before the word stores below, for any
-        // reader whose Acquire fence follows a load of one of those words (see `read`).
-        fence(Ordering::Release);
-        for (dst, v) in self.words.iter().zip(attr.encode(valid_until)) {
-            // Relaxed: published by the Release store of `seq` below.
-            dst.store(v, Ordering::Relaxed);
-        }
-        // Release: pairs with the Acquire first load in `read`.
-        self.seq.store(s + 2, Ordering::Release);
+        self.0.write(attr.encode(valid_until));
     }
 }
 

@@ -23,6 +23,10 @@
 //! - **Publish and retire**: an inode becomes reachable by a `Release` store of a slot or a
 //!   neghash insert (both `Release`); a slot's count on an inode and a removed entry are
 //!   released through the epoch, after every reader pinned at the time.
+//! - **Validity**: each dentry's expiry and parent generation sit in its slot, written under
+//!   the name's stripe lock with the inode pointer; lockless readers ([`Dcache::lookup`],
+//!   walks, the cached answer of `resolve`) trust only fresh dentries and treat the others as
+//!   misses to revalidate. Rules in `valid.rs` and [`crate::reval`].
 //! - **Eviction**: neghash's rules evict settled *negative* dentries at any time (the bound on
 //!   negatives). Positive dentries leave only through this crate ([`Dcache::shrink`],
 //!   `invalidate`, `unlink`, `forget`), each under the name's stripe lock with the alias list
@@ -38,6 +42,7 @@ use udcache_readdir::ReaddirCache;
 use udcache_neghash::{Held, NegHash, epoch, epoch::Guard};
 
 use crate::attr::Attr;
+use crate::clock::{Clock, CoarseClock, Ticks};
 use crate::dentry::{NameLock, Slot};
 use crate::error::Error;
 use crate::fetch::Inflight;
@@ -47,6 +52,7 @@ use crate::name::validate_name;
 use crate::rename::{RenameHold, RenameSeq};
 use crate::stats::{Events, Stats};
 use crate::sync::{Mutex, MutexGuard, lock};
+use crate::valid::{Reason, Timeouts, Validity};
 
 /// The root directory's inode number (FUSE's `FUSE_ROOT_ID`). Every cache starts with it.
 pub const ROOT_INO: u64 = 1;
@@ -77,6 +83,18 @@ pub struct Config {
     unlink: UnlinkPolicy,
     readdir_pages: NonZeroUsize,
     page_entries: NonZeroUsize,
+    timeouts: Timeouts,
+    clock: SharedClock,
+}
+
+/// The configured clock (a newtype only so that `Config` can be `Debug`).
+#[derive(Clone)]
+struct SharedClock(Arc<dyn Clock>);
+
+impl std::fmt::Debug for SharedClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Clock({:?})", self.0.now())
+    }
 }
 
 impl Config {
@@ -88,7 +106,23 @@ impl Config {
             unlink: UnlinkPolicy::Negative,
             readdir_pages: NonZeroUsize::new(4096).expect("non-zero"),
             page_entries: NonZeroUsize::new(128).expect("non-zero"),
+            timeouts: Timeouts::FOREVER,
+            clock: SharedClock(Arc::new(CoarseClock)),
         }
+    }
+
+    /// How long dentries and access results are trusted without asking the filesystem
+    /// (default [`Timeouts::FOREVER`]).
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+
+    /// The clock those timeouts run on (default [`CoarseClock`]; a
+    /// [`ManualClock`](crate::clock::ManualClock) for simulated time).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = SharedClock(clock);
+        self
     }
 
     /// Exactly `buckets` buckets (rounded up to a power of two) in the name table, and as
@@ -133,6 +167,14 @@ pub enum Lookup<'g> {
     Miss,
 }
 
+/// A dentry a lockless reader found but may not trust: what revalidating it needs.
+pub(crate) struct Stale<'g> {
+    pub(crate) entry: &'g udcache_neghash::Entry<Slot>,
+    pub(crate) inode: Option<&'g Inode>,
+    pub(crate) word: Validity,
+    pub(crate) reason: Reason,
+}
+
 /// A directory-entry cache: names, inodes and remembered misses, read without locks.
 /// See the [crate docs](crate).
 pub struct Dcache {
@@ -146,6 +188,8 @@ pub struct Dcache {
     unlink: UnlinkPolicy,
     clock: Instant,
     pub(crate) readdir_cache: ReaddirCache,
+    pub(crate) ticks: Ticks,
+    pub(crate) timeouts: Timeouts,
 }
 
 fn ino_key(ino: u64) -> [u8; 8] {
@@ -166,6 +210,8 @@ impl Dcache {
             unlink: config.unlink,
             clock: Instant::now(),
             readdir_cache: ReaddirCache::new(config.readdir_pages, config.page_entries),
+            ticks: Ticks::new(config.clock.0),
+            timeouts: config.timeouts,
         };
         let root = InodeSpec { ino: ROOT_INO, kind: FileType::Directory, fs_data: 0 };
         let root = Arc::new(Inode::new(root, ROOT_INO, 1));
@@ -183,7 +229,9 @@ impl Dcache {
     }
 
     /// Looks `name` up in directory `parent` without locks; a hit writes nothing shared but
-    /// neghash's referenced bit (once). Counts no lookup (see [`Dcache::resolve`]).
+    /// neghash's referenced bit (once). Counts no lookup (see [`Dcache::resolve`]). A dentry
+    /// that is no longer trusted (expired, or negative in a changed directory: see
+    /// [`Timeouts`]) is a [`Lookup::Miss`]: [`Dcache::resolve`] revalidates it.
     ///
     /// ```
     /// use udcache::{Config, Dcache, FileType, InodeSpec, Lookup, ROOT_INO, epoch};
@@ -202,10 +250,50 @@ impl Dcache {
         name: &[u8],
     ) -> Result<Lookup<'g>, Error> {
         validate_name(name)?;
-        Ok(self.step(guard, parent, name))
+        Ok(self.fresh(guard, parent, name))
     }
 
     /// `lookup` of a name already validated.
+    pub(crate) fn fresh<'g>(&'g self, guard: &'g Guard, parent: u64, name: &[u8]) -> Lookup<'g> {
+        let dir_gen = || self.inode(guard, parent).map_or(0, Inode::dir_gen);
+        self.checked(guard, parent, name, dir_gen, || self.ticks.now()).unwrap_or(Lookup::Miss)
+    }
+
+    /// `lookup` of a name already validated, trusting only a fresh dentry; a stale one is
+    /// returned as `Err` with what a revalidation needs. `dir_gen` (the parent's generation)
+    /// is asked only for a negative dentry, `now` only for a finite expiry.
+    #[inline]
+    pub(crate) fn checked<'g>(
+        &'g self,
+        guard: &'g Guard,
+        parent: u64,
+        name: &[u8],
+        dir_gen: impl FnOnce() -> u32,
+        now: impl FnOnce() -> u32,
+    ) -> Result<Lookup<'g>, Stale<'g>> {
+        let Some(entry) = self.names.lookup(guard, parent, name) else { return Ok(Lookup::Miss) };
+        // The inode first: its Acquire load makes a new inode's validity word visible.
+        let inode = entry.value().load(guard);
+        let word = entry.value().validity();
+        match word.check(inode.is_none(), dir_gen, now) {
+            Ok(()) => Ok(inode.map_or(Lookup::Negative, Lookup::Hit)),
+            Err(reason) => Err(Stale { entry, inode, word, reason }),
+        }
+    }
+
+    /// The validity of a dentry filled now in `parent` whose generation was `generation` before the
+    /// filesystem was asked (or now, for what the filesystem asserts by itself).
+    pub(crate) fn validity(&self, negative: bool, generation: u32) -> Validity {
+        Validity::new(self.ticks.expiry(self.timeouts.of(negative)), generation)
+    }
+
+    /// The current generation of directory `parent` (0 if it is not cached).
+    pub(crate) fn dir_gen_now(&self, parent: u64) -> u32 {
+        let guard = epoch::pin();
+        self.inode(&guard, parent).map_or(0, Inode::dir_gen)
+    }
+
+    /// `lookup` of a name already validated, fresh or not (writers decide by the slot alone).
     pub(crate) fn step<'g>(&'g self, guard: &'g Guard, parent: u64, name: &[u8]) -> Lookup<'g> {
         match self.names.lookup(guard, parent, name) {
             None => Lookup::Miss,
@@ -225,6 +313,18 @@ impl Dcache {
 
     fn stripe(&self, parent: u64, name: &[u8]) -> usize {
         self.names.bucket_of(parent, name) % STRIPES
+    }
+
+    /// The stripe lock of one name if it is free: the lockless path refreshes a revalidated
+    /// dentry only if it need not wait.
+    pub(crate) fn try_lock_name(&self, parent: u64, name: &[u8]) -> Option<NameLock<'_>> {
+        let m = &self.name_locks[self.stripe(parent, name)];
+        let guard = match m.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(NameLock { _guards: (guard, None) })
     }
 
     /// Locks the stripes of one or two names, ascending.
@@ -262,6 +362,19 @@ impl Dcache {
     /// name for a directory, or any name for the root.
     pub fn add(&self, parent: u64, name: &[u8], spec: InodeSpec) -> Result<(), Error> {
         validate_name(name)?;
+        self.file_positive(parent, name, spec, self.dir_gen_now(parent), true)
+    }
+
+    /// `add` of a validated name for an answer given under generation `generation`, counting a
+    /// lookup if `count`.
+    pub(crate) fn file_positive(
+        &self,
+        parent: u64,
+        name: &[u8],
+        spec: InodeSpec,
+        generation: u32,
+        count: bool,
+    ) -> Result<(), Error> {
         if spec.ino == ROOT_INO {
             return Err(Error::DirectoryAlias(ROOT_INO));
         }
@@ -278,7 +391,8 @@ impl Dcache {
         };
         let names = self.lock_names((parent, name), None);
         let guard = epoch::pin();
-        let (dentry, _) = self.put((parent, name), &inode, &guard, &names, false)?;
+        let valid = self.validity(false, generation);
+        let (dentry, _) = self.put((parent, name), &inode, valid, &guard, &names, false)?;
         self.name_linked((parent, name), &inode, &names);
         drop(dentry);
         drop(names);
@@ -296,7 +410,9 @@ impl Dcache {
             Some(_) if spec.kind == FileType::Directory => inode.set_parent(parent),
             Some(_) => {}
         }
-        inode.set_lookups(inode.lookups() + 1);
+        if count {
+            inode.set_lookups(inode.lookups() + 1);
+        }
         Ok(())
     }
 
@@ -309,18 +425,20 @@ impl Dcache {
         &self,
         (parent, name): (u64, &[u8]),
         inode: &Arc<Inode>,
+        valid: Validity,
         guard: &Guard,
         names: &NameLock<'_>,
         replace: bool,
     ) -> Result<(Held<'_, Slot>, Option<Arc<Inode>>), Error> {
-        let found = match self.names.insert(parent, name, false, Slot::positive(inode.clone())) {
+        let slot = Slot::positive(inode.clone(), valid);
+        let found = match self.names.insert(parent, name, false, slot) {
             Ok(new) => return Ok((new, None)),
             Err(found) => found,
         };
         if !replace && found.value().load(guard).is_some() {
             return Err(Error::Exists);
         }
-        let old = found.value().put(inode.clone(), guard, names);
+        let old = found.value().put(inode.clone(), valid, guard, names);
         if old.is_none() {
             let flipped = found.make_positive();
             debug_assert!(flipped, "an empty slot on a positive entry");
@@ -328,20 +446,36 @@ impl Dcache {
         Ok((found, old))
     }
 
-    /// Remembers that `name` does not exist in `parent` (a negative dentry). Nothing changes
-    /// if it is remembered already. Negative dentries are bounded per bucket: this one may be
+    /// Remembers that `name` does not exist in `parent` (a negative dentry), trusted for
+    /// [`Timeouts::negative`] and while `parent` does not change. If it is remembered already,
+    /// only its validity is renewed. Negative dentries are bounded per bucket: this one may be
     /// evicted at any time by the bounding rules.
     ///
     /// Errors: a bad name; the name positive ([`Error::Exists`]).
     pub fn add_negative(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
         validate_name(name)?;
-        let _names = self.lock_names((parent, name), None);
-        if let Some(dir) = self.inode_arc(parent).as_deref().and_then(Inode::dir) {
+        self.file_negative(parent, name, self.dir_gen_now(parent))
+    }
+
+    /// `add_negative` of a validated name for an answer given under generation `generation`.
+    pub(crate) fn file_negative(
+        &self,
+        parent: u64,
+        name: &[u8],
+        generation: u32,
+    ) -> Result<(), Error> {
+        let names = self.lock_names((parent, name), None);
+        let parent_inode = self.inode_arc(parent);
+        if let Some(dir) = parent_inode.as_deref().and_then(Inode::dir) {
             dir.note_negative();
         }
-        match self.names.insert(parent, name, true, Slot::negative()) {
+        let valid = self.validity(true, generation);
+        match self.names.insert(parent, name, true, Slot::negative(valid)) {
             Ok(_) => Ok(()),
-            Err(found) if found.is_negative() => Ok(()),
+            Err(found) if found.is_negative() => {
+                found.value().set_validity(valid, &names);
+                Ok(())
+            }
             Err(_) => Err(Error::Exists),
         }
     }
@@ -384,7 +518,10 @@ impl Dcache {
         names: &NameLock<'_>,
         policy: UnlinkPolicy,
     ) -> Arc<Inode> {
-        let inode = dentry.value().take(guard, names).expect("detach of a negative dentry");
+        // What is left is true now: trusted as a fresh negative (it matters for the policy
+        // that keeps it; a dropped entry is never read again).
+        let valid = self.validity(true, self.dir_gen_now(dentry.parent()));
+        let inode = dentry.value().take(valid, guard, names).expect("detach of a negative dentry");
         let changed = match policy {
             UnlinkPolicy::Negative => dentry.make_negative(),
             UnlinkPolicy::Drop => dentry.remove(),
@@ -474,7 +611,10 @@ impl Dcache {
         Ok((until > self.now()).then_some(attr))
     }
 
-    /// Caches `attr` for `ino` until `valid_until`. Errors: [`Error::UnknownInode`].
+    /// Caches `attr` for `ino` until `valid_until`. A change of mode, owner or group forgets
+    /// every cached access result of the inode (see [`crate::access`]) before this returns.
+    ///
+    /// Errors: [`Error::UnknownInode`].
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -490,7 +630,11 @@ impl Dcache {
         let guard = epoch::pin();
         let inode = self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?;
         let until = valid_until.saturating_duration_since(self.clock).as_nanos() as u64;
+        let (old, _) = inode.attr_words();
         inode.attr.write(attr, until);
+        if (old.mode, old.uid, old.gid) != (attr.mode, attr.uid, attr.gid) {
+            inode.access.revoke();
+        }
         Ok(())
     }
 
@@ -512,6 +656,13 @@ impl Dcache {
             complete_dir_negatives: Events::get(&self.events.complete_dir_negatives),
             readdir_hits: r.hits,
             readdir_misses: r.misses,
+            revalidations: Events::get(&self.events.revalidations),
+            fallback_expired: Events::get(&self.events.fallbacks[Reason::Expired as usize]),
+            fallback_verifier: Events::get(&self.events.fallbacks[Reason::Verifier as usize]),
+            fallback_access: Events::get(&self.events.fallbacks[Reason::AccessMiss as usize]),
+            fallback_needs_block: Events::get(&self.events.fallbacks[Reason::NeedsBlock as usize]),
+            access_hits: self.events.access_hits.sum(),
+            access_calls: Events::get(&self.events.access_calls),
         }
     }
 

@@ -1,10 +1,11 @@
-//! The dentry's inode slot: the one raw pointer of this crate.
+//! The dentry's inode slot: the one raw pointer of this crate, and the validity word beside it.
 //!
 //! # Rules
 //!
 //! - A dentry is a [`udcache_neghash`] entry keyed by `(parent ino, name)` whose value is a
 //!   [`Slot`]: null for a negative dentry, else a pointer made by `Arc::into_raw` that owns one
-//!   count of the inode.
+//!   count of the inode; and the dentry's validity word (expiry and parent generation: see
+//!   `valid.rs`), 8 bytes, written under the same lock as the pointer.
 //! - Writers change a slot only while holding the name's stripe lock ([`NameLock`]), so two
 //!   writers never race on one slot. Readers decide positive/negative by the slot alone; the
 //!   neghash `NEGATIVE` bit (its bookkeeping: counts and bounds) is flipped under the same
@@ -23,25 +24,50 @@ use std::sync::Arc;
 use udcache_neghash::epoch::Guard;
 
 use crate::inode::Inode;
-use crate::sync::{AtomicPtr, MutexGuard, Ordering};
+use crate::sync::{AtomicPtr, AtomicU64, MutexGuard, Ordering};
+use crate::valid::Validity;
 
 /// Proof that the caller holds the stripe lock of the names it writes (see [`crate::cache`]).
 pub(crate) struct NameLock<'a> {
     pub(crate) _guards: (MutexGuard<'a, ()>, Option<MutexGuard<'a, ()>>),
 }
 
-/// A dentry's inode: null (negative) or an owned `Arc<Inode>` as a raw pointer.
+/// A dentry's inode: null (negative) or an owned `Arc<Inode>` as a raw pointer; and its
+/// validity.
 pub(crate) struct Slot {
     inode: AtomicPtr<Inode>,
+    valid: AtomicU64,
 }
 
 impl Slot {
-    pub(crate) fn negative() -> Self {
-        Slot { inode: AtomicPtr::new(std::ptr::null_mut()) }
+    pub(crate) fn negative(valid: Validity) -> Self {
+        Slot { inode: AtomicPtr::new(std::ptr::null_mut()), valid: AtomicU64::new(valid.0) }
     }
 
-    pub(crate) fn positive(inode: Arc<Inode>) -> Self {
-        Slot { inode: AtomicPtr::new(Arc::into_raw(inode).cast_mut()) }
+    pub(crate) fn positive(inode: Arc<Inode>, valid: Validity) -> Self {
+        let inode = AtomicPtr::new(Arc::into_raw(inode).cast_mut());
+        Slot { inode, valid: AtomicU64::new(valid.0) }
+    }
+
+    /// The validity word. Relaxed: the word is a value by itself and publishes nothing; a
+    /// reader that needs it to match a new inode gets that from the pointer's Acquire load
+    /// (see the rules of `valid.rs`).
+    #[inline]
+    pub(crate) fn validity(&self) -> Validity {
+        Validity(self.valid.load(Ordering::Relaxed))
+    }
+
+    /// Replaces the validity word (the name's stripe lock held).
+    pub(crate) fn set_validity(&self, valid: Validity, _lock: &NameLock<'_>) {
+        // Relaxed: the name lock orders writers; a following pointer store (Release) publishes
+        // it with the inode.
+        self.valid.store(valid.0, Ordering::Relaxed);
+    }
+
+    /// The pointer itself, for identity checks (never dereferenced).
+    pub(crate) fn inode_ptr(&self) -> *const Inode {
+        // Relaxed: compared only, under the name lock or against a value read under the guard.
+        self.inode.load(Ordering::Relaxed)
     }
 
     /// The inode, if positive, borrowed for the guard's life.
@@ -79,18 +105,27 @@ impl Slot {
     pub(crate) fn put(
         &self,
         inode: Arc<Inode>,
+        valid: Validity,
         guard: &Guard,
-        _lock: &NameLock<'_>,
+        lock: &NameLock<'_>,
     ) -> Option<Arc<Inode>> {
+        self.set_validity(valid, lock);
         // Release: pairs with the Acquire in `load` (the inode is initialised before it is
-        // reachable). The old pointer needs no Acquire: the name lock ordered its writer.
+        // reachable, and so is the validity word just stored). The old pointer needs no
+        // Acquire: the name lock ordered its writer.
         let old = self.inode.swap(Arc::into_raw(inode).cast_mut(), Ordering::Release);
         retire(old, guard)
     }
 
     /// Makes a positive slot negative; returns the inode it held (a new count: the slot's own
     /// count is dropped after every reader now pinned has unpinned).
-    pub(crate) fn take(&self, guard: &Guard, _lock: &NameLock<'_>) -> Option<Arc<Inode>> {
+    pub(crate) fn take(
+        &self,
+        valid: Validity,
+        guard: &Guard,
+        lock: &NameLock<'_>,
+    ) -> Option<Arc<Inode>> {
+        self.set_validity(valid, lock);
         // Relaxed: the name lock orders writers; readers only need the null (no data behind).
         retire(self.inode.swap(std::ptr::null_mut(), Ordering::Relaxed), guard)
     }

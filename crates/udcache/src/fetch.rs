@@ -4,8 +4,11 @@
 //!
 //! - One mutex guards the map of calls in flight, keyed `(parent, name)`. A thread that misses
 //!   looks the name up in the cache again *under* that mutex: a caller files its answer in the
-//!   cache before it takes its key off the map, so a name is either cached, or in flight, or
-//!   neither (and this thread becomes its caller).
+//!   cache before it takes its key off the map, so a name is either cached (fresh), or in
+//!   flight, or neither (and this thread becomes its caller).
+//! - A call is a lookup of a missing name or the blocking revalidation of a stale one (see
+//!   [`crate::reval`]), which may end in a lookup; both read the parent's generation before
+//!   asking and file what they learn under it.
 //! - The filesystem is called with no lock held and no epoch guard pinned (a slow call must not
 //!   hold back grace periods).
 //! - Waiters sleep on the call's condition variable and take the caller's answer as their own
@@ -23,10 +26,12 @@ use std::sync::Arc;
 use udcache_neghash::epoch;
 use udcache_readdir::{Fill, FillError};
 
+use crate::access::{Cred, Mask};
 use crate::cache::{Dcache, Lookup};
 use crate::error::Error;
 use crate::inode::InodeSpec;
 use crate::name::validate_name;
+use crate::reval::{Cached, Revalidate, Settled};
 use crate::stats::Events;
 use crate::sync::{Condvar, Mutex, lock};
 
@@ -45,6 +50,34 @@ pub trait Filesystem: Send + Sync {
         let _ = (dir, cookie, max);
         Err(FillError::Io(libc::ENOSYS))
     }
+
+    /// Whether the cached answer for `name` in `parent` still holds (its timeout passed, or
+    /// its directory changed: `cached` says which). With `may_block` false the cache is in
+    /// the middle of a lockless walk: answer only from what is at hand, without locks that
+    /// may wait or I/O, and say [`Revalidate::NeedsBlock`] otherwise; the cache asks again
+    /// with `may_block` true. See [`crate::reval`].
+    ///
+    /// The default blocks for everything: it says `NeedsBlock`, then asks
+    /// [`lookup`](Self::lookup) and compares inode numbers.
+    fn revalidate(&self, parent: u64, name: &[u8], cached: Cached, may_block: bool) -> Revalidate {
+        if !may_block {
+            return Revalidate::NeedsBlock;
+        }
+        match self.lookup(parent, name) {
+            Ok(now) if now.map(|s| s.ino) == cached.inode.map(|s| s.ino) => {
+                Revalidate::Valid { ttl: None }
+            }
+            _ => Revalidate::Invalid,
+        }
+    }
+
+    /// The rights `cred` has on `ino` (all three asked at once; the cache keeps the answer).
+    /// Called with no cache lock held. The default grants everything (a filesystem without
+    /// permissions of its own).
+    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, i32> {
+        let _ = (ino, cred);
+        Ok(Mask::ALL)
+    }
 }
 
 /// What [`Dcache::resolve`] answers.
@@ -58,9 +91,12 @@ pub enum Resolved {
 
 type Answer = Result<Resolved, Error>;
 
+/// What one call settled: an answer, or `None` when a revalidation alone dropped the dentry.
+type Settle = Result<Option<Resolved>, Error>;
+
 /// One filesystem call in flight: its answer, once there is one.
 struct Call {
-    answer: Mutex<Option<Answer>>,
+    answer: Mutex<Option<Settle>>,
     done: Condvar,
 }
 
@@ -112,33 +148,46 @@ impl Dcache {
     pub fn resolve(&self, fs: &dyn Filesystem, parent: u64, name: &[u8]) -> Answer {
         validate_name(name)?;
         loop {
-            let answer = match self.role(parent, name) {
-                Role::Cached(r) => Ok(r),
-                Role::Caller(call) => return self.call(fs, parent, name, &call),
-                Role::Waiter(call) => {
-                    Events::bump(&self.events.coalesced_misses);
-                    let mut answer = lock(&call.answer);
-                    while answer.is_none() {
-                        answer = call.done.wait(answer).unwrap_or_else(|e| e.into_inner());
-                    }
-                    answer.clone().expect("woken with an answer")
-                }
-            };
-            match answer {
-                Ok(Resolved::Found(spec)) => match self.count_lookup(spec.ino) {
+            match self.fetch(fs, parent, name, true)? {
+                Some(Resolved::Found(spec)) => match self.count_lookup(spec.ino) {
                     Ok(()) => return Ok(Resolved::Found(spec)),
                     // Forgotten in between: resolve again.
                     Err(Error::UnknownInode(_)) => continue,
                     Err(e) => return Err(e),
                 },
-                other => return other,
+                Some(Resolved::Negative) => return Ok(Resolved::Negative),
+                // We waited for a revalidation that dropped the dentry: look again.
+                None => continue,
+            }
+        }
+    }
+
+    /// The fresh cached answer, or one call (a revalidation, then a lookup if `lookup`) made
+    /// or waited for. Counts no lookup.
+    pub(crate) fn fetch(
+        &self,
+        fs: &dyn Filesystem,
+        parent: u64,
+        name: &[u8],
+        lookup: bool,
+    ) -> Settle {
+        match self.role(parent, name) {
+            Role::Cached(r) => Ok(Some(r)),
+            Role::Caller(call) => self.call(fs, parent, name, &call, lookup),
+            Role::Waiter(call) => {
+                Events::bump(&self.events.coalesced_misses);
+                let mut answer = lock(&call.answer);
+                while answer.is_none() {
+                    answer = call.done.wait(answer).unwrap_or_else(|e| e.into_inner());
+                }
+                answer.clone().expect("woken with an answer")
             }
         }
     }
 
     fn cached(&self, parent: u64, name: &[u8]) -> Option<Resolved> {
         let guard = epoch::pin();
-        match self.step(&guard, parent, name) {
+        match self.fresh(&guard, parent, name) {
             Lookup::Hit(inode) => Some(Resolved::Found(inode.spec())),
             Lookup::Negative => Some(Resolved::Negative),
             Lookup::Miss => None,
@@ -166,21 +215,41 @@ impl Dcache {
     }
 
     /// Calls the filesystem, files the answer, wakes the waiters.
-    fn call(&self, fs: &dyn Filesystem, parent: u64, name: &[u8], call: &Call) -> Answer {
-        Events::bump(&self.events.backend_lookups);
-        let answer = match fs.lookup(parent, name) {
-            Err(errno) => Err(Error::Backend(errno)),
-            Ok(None) => self.add_negative(parent, name).map(|()| Resolved::Negative),
-            // Added (counting one lookup, ours), or added by a racing `add` meanwhile.
-            Ok(Some(spec)) => match self.add(parent, name, spec) {
-                Ok(()) => Ok(Resolved::Found(spec)),
-                Err(Error::Exists) => self.count_lookup(spec.ino).map(|()| Resolved::Found(spec)),
-                Err(e) => Err(e),
-            },
-        };
+    fn call(
+        &self,
+        fs: &dyn Filesystem,
+        parent: u64,
+        name: &[u8],
+        call: &Call,
+        lookup: bool,
+    ) -> Settle {
+        let answer = self.settle(fs, parent, name, lookup);
         lock(&self.inflight.calls).remove(&(parent, Box::from(name)));
         *lock(&call.answer) = Some(answer.clone());
         call.done.notify_all();
         answer
+    }
+
+    /// The filesystem calls of one miss or stale name (no lock held, no guard pinned).
+    fn settle(&self, fs: &dyn Filesystem, parent: u64, name: &[u8], lookup: bool) -> Settle {
+        // Every answer below is only as new as this generation: read before asking.
+        let generation = self.dir_gen_now(parent);
+        match self.revalidate_blocking(fs, parent, name, generation) {
+            Settled::Fresh(r) => return Ok(Some(r)),
+            Settled::Dropped | Settled::Absent if !lookup => return Ok(None),
+            Settled::Dropped | Settled::Absent => {}
+        }
+        Events::bump(&self.events.backend_lookups);
+        match fs.lookup(parent, name) {
+            Err(errno) => Err(Error::Backend(errno)),
+            Ok(None) => {
+                self.file_negative(parent, name, generation).map(|()| Some(Resolved::Negative))
+            }
+            // Filed, or filed by a racing `add` meanwhile.
+            Ok(Some(spec)) => match self.file_positive(parent, name, spec, generation, false) {
+                Ok(()) | Err(Error::Exists) => Ok(Some(Resolved::Found(spec))),
+                Err(e) => Err(e),
+            },
+        }
     }
 }

@@ -11,14 +11,18 @@
 //! - `aliases` — the `(parent, name)` of every positive dentry naming this inode — is a leaf
 //!   mutex taken by writers only; readers never touch it.
 //! - The attributes are a sequence-counted snapshot (see [`crate::attr`]).
+//! - `dir_gen` (directories) counts changes of the directory's verifier; negative dentries
+//!   below it are trusted only while it is the one they were filled under (see `valid.rs`).
+//! - `access` holds the permission results per credential (see [`crate::access`]).
 //! - A directory's [`DirState`] (its positive children and its listing cache) has its own
 //!   rules: see [`crate::tree`] and [`crate::listing`].
 //! - Retire: an inode is reference counted (`Arc`); each dentry and the inode table hold one
 //!   count, and a count a lockless reader may still be using is dropped through the epoch
 //!   (`Guard::defer`), so `&Inode` borrowed under a guard stays valid while the guard lives.
 
+use crate::access::AccessCache;
 use crate::attr::{Attr, AttrCell};
-use crate::sync::{AtomicU64, Mutex, Ordering, lock};
+use crate::sync::{AtomicU32, AtomicU64, Mutex, Ordering, lock};
 use crate::tree::DirState;
 
 /// The type of file an inode is.
@@ -53,6 +57,8 @@ pub struct Inode {
     lookups: AtomicU64,
     parent: AtomicU64,
     pub(crate) attr: AttrCell,
+    dir_gen: AtomicU32,
+    pub(crate) access: AccessCache,
     aliases: Mutex<Vec<(u64, Box<[u8]>)>>,
     /// Directories only.
     dir: Option<Box<DirState>>,
@@ -65,6 +71,8 @@ impl Inode {
             lookups: AtomicU64::new(lookups),
             parent: AtomicU64::new(parent),
             attr: AttrCell::new(),
+            dir_gen: AtomicU32::new(0),
+            access: AccessCache::new(),
             aliases: Mutex::new(Vec::new()),
             dir: (spec.kind == FileType::Directory).then(Box::default),
         }
@@ -110,6 +118,20 @@ impl Inode {
     /// The cached attributes and their expiry in the cache's clock, one consistent snapshot.
     pub(crate) fn attr_words(&self) -> (Attr, u64) {
         self.attr.read()
+    }
+
+    /// The generation of this directory's verifier (see `valid.rs`).
+    #[inline]
+    pub(crate) fn dir_gen(&self) -> u32 {
+        // Acquire: pairs with the Release bump in `bump_dir_gen`: a filler that reads the new
+        // generation asks the filesystem after the change it was told of.
+        self.dir_gen.load(Ordering::Acquire)
+    }
+
+    /// The directory's verifier changed: negatives filled before are no longer trusted.
+    pub(crate) fn bump_dir_gen(&self) {
+        // Release: see `dir_gen`.
+        self.dir_gen.fetch_add(1, Ordering::Release);
     }
 
     /// Sets the lookup count (caller holds this inode's stripe lock).

@@ -102,8 +102,10 @@
 //! global rename sequence, which is coarser: any rename sends overlapping walks to the
 //! fallback).
 
+pub mod access;
 pub mod attr;
 pub mod cache;
+pub mod clock;
 mod dentry;
 mod error;
 pub mod fetch;
@@ -111,11 +113,15 @@ mod inode;
 pub mod listing;
 mod name;
 pub mod rename;
+pub mod reval;
+mod seq;
 mod stats;
 mod sync;
 pub mod tree;
+mod valid;
 pub mod walk;
 
+pub use access::{Cred, Mask};
 pub use attr::Attr;
 pub use cache::{Config, Dcache, Lookup, ROOT_INO, UnlinkPolicy};
 pub use error::{Error, InvalidName};
@@ -123,10 +129,12 @@ pub use fetch::{Filesystem, Resolved};
 pub use inode::{FileType, Inode, InodeSpec};
 pub use name::{NAME_MAX, validate_name};
 pub use rename::RenameMode;
+pub use reval::{Blocked, Cached, Checked, Revalidate};
 pub use stats::Stats;
 pub use tree::{Child, Visit};
 pub use udcache_neghash::epoch;
 pub use udcache_readdir as readdir;
+pub use valid::{Reason, Timeouts};
 pub use walk::Walk;
 
 #[cfg(doctest)]

@@ -27,6 +27,7 @@ use crate::error::Error;
 use crate::fetch::Filesystem;
 use crate::inode::Inode;
 use crate::stats::Events;
+use crate::sync::Ordering;
 
 /// One directory's listing cache.
 pub(crate) type Listing = DirCache<Lister>;
@@ -92,14 +93,47 @@ impl Dcache {
         listing.read(cookie, max).map_err(Error::Readdir)
     }
 
-    /// Tells the cache that directory `dir` changed behind it (`verifier`: its new change
-    /// attribute, if known). Its listing's pages become stale; dentries are untouched.
+    /// Tells the cache that directory `dir` changed behind it, or reports its verifier
+    /// (change attribute) from a getattr reply or a readdir: `Some(v)` equal to the last one
+    /// reported changes nothing (a load and a compare); anything else (`None`: changed, new
+    /// verifier unknown) bumps the directory's generation — negative dentries filled before
+    /// are no longer trusted from then on (see [`crate::reval`]) — and marks its listing's
+    /// pages stale. Both are lazy: nothing is walked or freed here. Positive dentries are
+    /// untouched (their timeouts, or [`Dcache::invalidate`], govern them).
     ///
     /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`].
+    ///
+    /// ```
+    /// use udcache::{Config, Dcache, Lookup, ROOT_INO, epoch};
+    /// let cache = Dcache::new(Config::for_entries(64));
+    /// cache.add_negative(ROOT_INO, b"config.h").unwrap();
+    /// cache.dir_changed(ROOT_INO, Some(7)).unwrap(); // the first verifier: a change
+    /// assert!(matches!(cache.lookup(&epoch::pin(), ROOT_INO, b"config.h"), Ok(Lookup::Miss)));
+    /// cache.add_negative(ROOT_INO, b"config.h").unwrap(); // filled again
+    /// cache.dir_changed(ROOT_INO, Some(7)).unwrap(); // the same verifier: no change
+    /// assert!(matches!(cache.lookup(&epoch::pin(), ROOT_INO, b"config.h"), Ok(Lookup::Negative)));
+    /// ```
     pub fn dir_changed(&self, dir: u64, verifier: Option<u64>) -> Result<(), Error> {
         let inode = self.inode_arc(dir).ok_or(Error::UnknownInode(dir))?;
-        inode.dir().ok_or(Error::NotDirectory(dir))?;
-        changed(self, dir, verifier);
+        let state = inode.dir().ok_or(Error::NotDirectory(dir))?;
+        let moved = match verifier {
+            // Relaxed: the verifier is compared only; the generation carries the ordering.
+            Some(v)
+                if state.has_verifier.load(Ordering::Relaxed)
+                    && state.verifier.load(Ordering::Relaxed) == v =>
+            {
+                false
+            }
+            Some(v) => {
+                let old = state.verifier.swap(v, Ordering::Relaxed);
+                !state.has_verifier.swap(true, Ordering::Relaxed) || old != v
+            }
+            None => true,
+        };
+        if moved {
+            inode.bump_dir_gen();
+            changed(self, dir, verifier);
+        }
         Ok(())
     }
 

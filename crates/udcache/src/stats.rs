@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::sync::{AtomicU64, Ordering};
+use crate::valid::Reason;
 
 /// Event counters of the composed cache (the table counts live in neghash).
 pub(crate) struct Events {
@@ -10,6 +11,12 @@ pub(crate) struct Events {
     pub(crate) backend_lookups: AtomicU64,
     pub(crate) coalesced_misses: AtomicU64,
     pub(crate) complete_dir_negatives: AtomicU64,
+    pub(crate) revalidations: AtomicU64,
+    /// Indexed by `Reason as usize`.
+    pub(crate) fallbacks: [AtomicU64; 4],
+    pub(crate) access_calls: AtomicU64,
+    /// Counted on the lockless path, so striped: a hit writes no line another thread writes.
+    pub(crate) access_hits: Striped,
 }
 
 impl Events {
@@ -19,7 +26,16 @@ impl Events {
             backend_lookups: AtomicU64::new(0),
             coalesced_misses: AtomicU64::new(0),
             complete_dir_negatives: AtomicU64::new(0),
+            revalidations: AtomicU64::new(0),
+            fallbacks: std::array::from_fn(|_| AtomicU64::new(0)),
+            access_calls: AtomicU64::new(0),
+            access_hits: Striped::new(),
         }
+    }
+
+    /// Counts a walk that left the lockless mode for `why`.
+    pub(crate) fn fallback(&self, why: Reason) {
+        Events::bump(&self.fallbacks[why as usize]);
     }
 
     pub(crate) fn bump(c: &AtomicU64) {
@@ -31,6 +47,41 @@ impl Events {
         // Relaxed: statistics.
         c.load(Ordering::Relaxed)
     }
+}
+
+/// Stripes of a [`Striped`] counter: more than the threads that usually share a cache.
+const STRIPES: usize = 16;
+
+#[repr(align(128))]
+struct Line(AtomicU64);
+
+/// A counter split over cache lines; each thread adds to its own stripe.
+pub(crate) struct Striped(Box<[Line]>);
+
+impl Striped {
+    fn new() -> Self {
+        Striped((0..STRIPES).map(|_| Line(AtomicU64::new(0))).collect())
+    }
+
+    pub(crate) fn add(&self, n: u64) {
+        // Relaxed: statistics.
+        self.0[stripe()].0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn sum(&self) -> u64 {
+        // Relaxed: statistics.
+        self.0.iter().map(|l| l.0.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// This thread's stripe: threads take stripes round robin at their first count.
+fn stripe() -> usize {
+    // std's atomic even under loom: a stripe index orders nothing.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % STRIPES;
+    }
+    STRIPE.with(|s| *s)
 }
 
 /// A snapshot of a [`Dcache`](crate::Dcache)'s figures.
@@ -66,6 +117,25 @@ pub struct Stats {
     pub readdir_hits: u64,
     /// Directory reads that called the filesystem's readdir.
     pub readdir_misses: u64,
+    /// Calls of [`Filesystem::revalidate`](crate::Filesystem::revalidate), lockless and
+    /// blocking.
+    pub revalidations: u64,
+    /// Walks that left the lockless mode for an expired dentry ([`Reason::Expired`]).
+    pub fallback_expired: u64,
+    /// Walks that left the lockless mode for a negative dentry whose directory changed ([`Reason::Verifier`]).
+    pub fallback_verifier: u64,
+    /// Walks that left the lockless mode for an access check the most recent result could not
+    /// answer
+    /// ([`Reason::AccessMiss`]).
+    pub fallback_access: u64,
+    /// Walks that left the lockless mode because the filesystem could not revalidate without
+    /// blocking
+    /// ([`Reason::NeedsBlock`]).
+    pub fallback_needs_block: u64,
+    /// Access checks answered by the access cache (lockless or locked).
+    pub access_hits: u64,
+    /// Calls of [`Filesystem::access`](crate::Filesystem::access) (access-cache misses).
+    pub access_calls: u64,
 }
 
 impl Stats {
@@ -73,6 +143,15 @@ impl Stats {
     /// want_pages nr_negative dummy`. There is no age limit or page wish here: those print 0.
     pub fn dentry_state(&self) -> String {
         format!("{}\t{}\t0\t0\t{}\t0", self.nr_dentry, self.nr_unused, self.nr_negative)
+    }
+
+    /// Walks that left the lockless mode for a revalidation or an access check, all reasons
+    /// (rename fallbacks are [`Stats::walk_fallbacks`]).
+    pub fn reval_fallbacks(&self) -> u64 {
+        self.fallback_expired
+            + self.fallback_verifier
+            + self.fallback_access
+            + self.fallback_needs_block
     }
 
     /// Average entries per bucket.
@@ -95,6 +174,13 @@ impl fmt::Display for Stats {
         writeln!(f, "coalesced_misses {}", self.coalesced_misses)?;
         writeln!(f, "complete_dir_negatives {}", self.complete_dir_negatives)?;
         writeln!(f, "readdir_hits {}", self.readdir_hits)?;
-        write!(f, "readdir_misses {}", self.readdir_misses)
+        writeln!(f, "readdir_misses {}", self.readdir_misses)?;
+        writeln!(f, "revalidations {}", self.revalidations)?;
+        writeln!(f, "fallback_expired {}", self.fallback_expired)?;
+        writeln!(f, "fallback_verifier {}", self.fallback_verifier)?;
+        writeln!(f, "fallback_access {}", self.fallback_access)?;
+        writeln!(f, "fallback_needs_block {}", self.fallback_needs_block)?;
+        writeln!(f, "access_hits {}", self.access_hits)?;
+        write!(f, "access_calls {}", self.access_calls)
     }
 }

@@ -33,13 +33,16 @@ use crate::error::Error;
 use crate::inode::{FileType, Inode, InodeSpec};
 use crate::listing::Listing;
 use crate::name::validate_name;
-use crate::sync::{AtomicBool, Mutex, Ordering, lock};
+use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
 use crate::{UnlinkPolicy, listing};
 
 /// A directory's own state.
 pub(crate) struct DirState {
     children: Mutex<HashMap<Box<[u8]>, InodeSpec>>,
     had_negatives: AtomicBool,
+    /// The filesystem's last reported verifier (change attribute), if any (`Dcache::dir_changed`).
+    pub(crate) verifier: AtomicU64,
+    pub(crate) has_verifier: AtomicBool,
     /// Its cookie-indexed listing, made on the first readdir (see [`crate::listing`]).
     pub(crate) listing: OnceLock<Listing>,
 }
@@ -49,6 +52,8 @@ impl Default for DirState {
         DirState {
             children: Mutex::new(HashMap::new()),
             had_negatives: AtomicBool::new(false),
+            verifier: AtomicU64::new(0),
+            has_verifier: AtomicBool::new(false),
             listing: OnceLock::new(),
         }
     }

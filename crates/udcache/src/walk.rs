@@ -4,13 +4,17 @@
 //!
 //! - A walk reads the rename sequence ([`crate::rename`]) first; an odd value (a rename in
 //!   progress) sends it straight to the fallback. It then resolves each component with a
-//!   lockless [`Dcache::lookup`](crate::Dcache::lookup) step and, whatever the outcome, checks
+//!   lockless [`Dcache::lookup`](crate::Dcache::lookup) step (which trusts only fresh dentries:
+//!   see [`crate::reval`]) and, whatever the outcome, checks
 //!   the sequence again: unchanged, the result stands; changed, the walk is done again holding
 //!   the rename lock (no section can open then), which is counted in
 //!   [`Stats::walk_fallbacks`](crate::Stats::walk_fallbacks).
 //! - What the caller may rely on: a [`Walk::Found`] inode is what the path named at one
 //!   instant during the call; [`Walk::Negative`] and [`Walk::Miss`] likewise describe one
-//!   instant. A walk never blocks except in the fallback.
+//!   instant. A walk never blocks except in the fallback. A dentry that is no longer trusted
+//!   ends it as a [`Walk::Miss`] at that component, counted by its
+//!   [`Reason`](crate::Reason) in [`Stats`](crate::Stats): [`Dcache::resolve`] revalidates it.
+//!   ([`Dcache::walk_as`] asks the filesystem first, without blocking.)
 //! - `.` stays, `..` goes to the directory's parent (the root's parent is itself; the walk does
 //!   not stop at the `root` argument: `..` from it climbs, as `..` from a non-root process
 //!   working directory does). Empty components (`a//b`, a leading or trailing `/`) are
@@ -27,6 +31,7 @@ use crate::cache::{Dcache, Lookup};
 use crate::error::Error;
 use crate::inode::{FileType, Inode};
 use crate::name::validate_name;
+use crate::reval::{Blocked, Checks};
 use crate::stats::Events;
 
 /// How a [`Dcache::walk`] ended. Offsets are byte offsets into the path.
@@ -61,6 +66,26 @@ pub enum Walk<'g> {
         /// Where the component that needed a directory starts.
         at: usize,
     },
+}
+
+/// Where the steps of a walk stopped.
+pub(crate) enum Stop<'g> {
+    /// An answer.
+    Walk(Walk<'g>),
+    /// An access check said no.
+    Denied { dir: u64, at: usize },
+    /// Something needs the blocking path.
+    Blocked(Blocked),
+}
+
+/// Checks every component of `path` that must be a name (all but `.` and `..`).
+pub(crate) fn validate_path(path: &[u8]) -> Result<(), Error> {
+    for (_, c) in components(path) {
+        if c != b"." && c != b".." {
+            validate_name(c)?;
+        }
+    }
+    Ok(())
 }
 
 /// Components of `path` with their byte offsets, empty ones skipped.
@@ -100,18 +125,37 @@ impl Dcache {
         path: impl AsRef<[u8]>,
     ) -> Result<Walk<'g>, Error> {
         let path = path.as_ref();
-        for (_, c) in components(path) {
-            if c != b"." && c != b".." {
-                validate_name(c)?;
+        validate_path(path)?;
+        let mut checks = Checks::new(self, None, None);
+        match self.walk_validated(guard, &mut checks, root, path)? {
+            Stop::Walk(w) => Ok(w),
+            // With no filesystem to ask, a stale dentry is a miss for `resolve` to revalidate.
+            Stop::Blocked(b @ Blocked::Revalidate { parent, at, .. }) => {
+                self.events.fallback(b.reason());
+                Ok(Walk::Miss { parent, at })
+            }
+            Stop::Blocked(Blocked::Access { .. }) | Stop::Denied { .. } => {
+                unreachable!("no credential, no access check")
             }
         }
+    }
+
+    /// The steps validated by the rename sequence, or done again under the rename lock. A
+    /// walk that needs the blocking path returns at once: it will be done again anyway.
+    pub(crate) fn walk_validated<'g>(
+        &'g self,
+        guard: &'g Guard,
+        checks: &mut Checks<'_>,
+        root: u64,
+        path: &[u8],
+    ) -> Result<Stop<'g>, Error> {
         if let Some(seq) = self.rename.read_begin() {
-            let walked = self.walk_steps(guard, root, path);
-            if self.rename.read_valid(seq) {
+            let walked = self.walk_steps(guard, checks, root, path);
+            if matches!(walked, Ok(Stop::Blocked(_))) || self.rename.read_valid(seq) {
                 return walked;
             }
         }
-        self.walk_locked(guard, root, path)
+        self.walk_locked(guard, checks, root, path)
     }
 
     /// The fallback: rename sections excluded for the whole walk.
@@ -119,41 +163,52 @@ impl Dcache {
     fn walk_locked<'g>(
         &'g self,
         guard: &'g Guard,
+        checks: &mut Checks<'_>,
         root: u64,
         path: &[u8],
-    ) -> Result<Walk<'g>, Error> {
+    ) -> Result<Stop<'g>, Error> {
         Events::bump(&self.events.walk_fallbacks);
         let _rename = self.rename.lock();
-        self.walk_steps(guard, root, path)
+        self.walk_steps(guard, checks, root, path)
     }
 
     /// The steps, each one lockless lookup; the caller validates them as a whole.
     fn walk_steps<'g>(
         &'g self,
         guard: &'g Guard,
+        checks: &mut Checks<'_>,
         root: u64,
         path: &[u8],
-    ) -> Result<Walk<'g>, Error> {
+    ) -> Result<Stop<'g>, Error> {
         let mut cur = self.inode(guard, root).ok_or(Error::UnknownInode(root))?;
         for (at, name) in components(path) {
             match cur.kind() {
                 FileType::Directory => {}
-                FileType::Symlink => return Ok(Walk::Symlink { inode: cur, rest: at }),
-                _ => return Ok(Walk::NotDir { inode: cur, at }),
+                FileType::Symlink => return Ok(Stop::Walk(Walk::Symlink { inode: cur, rest: at })),
+                _ => return Ok(Stop::Walk(Walk::NotDir { inode: cur, at })),
             }
-            cur = match name {
-                b"." => cur,
-                b".." => match self.inode(guard, cur.parent()) {
-                    Some(up) => up,
-                    None => return Ok(Walk::Miss { parent: cur.ino(), at }),
-                },
-                _ => match self.step(guard, cur.ino(), name) {
-                    Lookup::Hit(next) => next,
-                    Lookup::Negative => return Ok(Walk::Negative { at }),
-                    Lookup::Miss => return Ok(Walk::Miss { parent: cur.ino(), at }),
-                },
+            if let Some(stop) = checks.search(cur, at) {
+                return Ok(stop);
+            }
+            let found = match name {
+                b"." => Lookup::Hit(cur),
+                b".." => self.inode(guard, cur.parent()).map_or(Lookup::Miss, Lookup::Hit),
+                _ => {
+                    match self.checked(guard, cur.ino(), name, || cur.dir_gen(), || checks.now()) {
+                        Ok(found) => found,
+                        Err(stale) => match checks.revalidate(self, cur, name, at, stale) {
+                            Ok(found) => found,
+                            Err(blocked) => return Ok(Stop::Blocked(blocked)),
+                        },
+                    }
+                }
+            };
+            cur = match found {
+                Lookup::Hit(next) => next,
+                Lookup::Negative => return Ok(Stop::Walk(Walk::Negative { at })),
+                Lookup::Miss => return Ok(Stop::Walk(Walk::Miss { parent: cur.ino(), at })),
             };
         }
-        Ok(Walk::Found(cur))
+        Ok(Stop::Walk(Walk::Found(cur)))
     }
 }

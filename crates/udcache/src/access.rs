@@ -1,0 +1,352 @@
+//! The access cache: each inode's permission results per credential, the most recent one
+//! readable without locks (002's "check just the most recent entry").
+//!
+//! # Rules
+//!
+//! - Per inode (`AccessCache`): `generation`, the attribute generation; `mru`, a copy of the most
+//!   recently used result under a sequence count ([`crate::seq`]); `all`, a mutex over at most
+//!   [`ACCESS_PER_INODE`] results, most recent last. `all` is a leaf lock.
+//! - A result records the credential (uid, primary gid, supplementary-groups digest), the
+//!   [`Mask`] of rights the filesystem granted (all three asked at once, as NFS's ACCESS call
+//!   does), its expiry tick, and the inode's `generation` read *before* the filesystem was asked. It
+//!   is trusted only while that `generation` is the inode's and its expiry has not passed.
+//! - **Lockless check** ([`Dcache::may_access`], and each directory of a
+//!   [`Dcache::walk_as`](crate::Dcache::walk_as)): one `try_read` of `mru` and compares. A
+//!   writer in the middle, another credential, an expired or revoked result: "unknown", and the
+//!   caller takes the locked path ([`Dcache::access`]). It never spins and never writes.
+//! - **Locked lookup**: under `all`; a match becomes the MRU (`mru` written under `all`).
+//! - **Fill**: the filesystem is asked with no lock held and no guard pinned; its answer is
+//!   filed under `all` only if `generation` has not moved meanwhile (it is returned to the caller
+//!   either way: it was true when given).
+//! - **Revocation** (an attribute change through [`Dcache::setattr`](crate::Dcache::setattr)
+//!   of mode, owner or group, or [`Dcache::acl_changed`]): `generation` is bumped first (`Release`),
+//!   then `all` is emptied and `mru` cleared under `all`. Every result filled before carries an
+//!   older `generation`, so once the revocation returns no check trusts one (a checker whose load of
+//!   `generation` happens after the bump sees it: coherence).
+//! - Limits, by design: `generation` is 32 bits (a result surviving exactly 2^32 revocations of its
+//!   inode would be trusted again); the groups digest is 64 bits of SipHash under keys random
+//!   per process, so two group lists of one uid and gid collide with probability 2^-64.
+
+use std::hash::{BuildHasher, RandomState};
+use std::sync::OnceLock;
+
+use udcache_neghash::epoch::{self, Guard};
+
+use crate::cache::Dcache;
+use crate::clock::Ticks;
+use crate::error::Error;
+use crate::fetch::Filesystem;
+use crate::seq::SeqWords;
+use crate::stats::Events;
+use crate::sync::{AtomicU32, Mutex, Ordering, lock};
+
+/// Results kept per inode (the locked list); the oldest goes first.
+pub const ACCESS_PER_INODE: usize = 8;
+
+/// Who asks: user, primary group, and a digest of the supplementary groups. Two credentials
+/// with the same three are the same to the access cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Cred {
+    uid: u32,
+    gid: u32,
+    groups: u64,
+}
+
+impl Cred {
+    /// A credential; `groups` in any order, duplicates ignored.
+    ///
+    /// ```
+    /// use udcache::Cred;
+    /// assert_eq!(Cred::new(1000, 100, &[4, 27]), Cred::new(1000, 100, &[27, 4, 4]));
+    /// assert_ne!(Cred::new(1000, 100, &[4]), Cred::new(1000, 100, &[]));
+    /// ```
+    pub fn new(uid: u32, gid: u32, groups: &[u32]) -> Self {
+        static KEYS: OnceLock<RandomState> = OnceLock::new();
+        let mut sorted = groups.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        Cred { uid, gid, groups: KEYS.get_or_init(RandomState::new).hash_one(&sorted) }
+    }
+
+    /// A credential with a digest the caller computed itself (a C caller, say): credentials
+    /// with different supplementary groups must have different digests.
+    pub fn with_digest(uid: u32, gid: u32, groups_digest: u64) -> Self {
+        Cred { uid, gid, groups: groups_digest }
+    }
+
+    /// The user.
+    pub fn uid(&self) -> u32 {
+        self.uid
+    }
+
+    /// The primary group.
+    pub fn gid(&self) -> u32 {
+        self.gid
+    }
+
+    /// The supplementary groups' digest.
+    pub fn groups_digest(&self) -> u64 {
+        self.groups
+    }
+}
+
+/// Access rights, as `access(2)`'s `R_OK | W_OK | X_OK`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Mask(u8);
+
+impl Mask {
+    /// No right.
+    pub const NONE: Mask = Mask(0);
+    /// Search a directory or execute a file (`X_OK`).
+    pub const EXEC: Mask = Mask(1);
+    /// Write (`W_OK`).
+    pub const WRITE: Mask = Mask(2);
+    /// Read (`R_OK`).
+    pub const READ: Mask = Mask(4);
+    /// All three.
+    pub const ALL: Mask = Mask(7);
+
+    /// The mask of `R_OK | W_OK | X_OK` bits, or `None` if other bits are set.
+    ///
+    /// ```
+    /// use udcache::Mask;
+    /// assert_eq!(Mask::from_bits(5), Some(Mask::READ | Mask::EXEC));
+    /// assert_eq!(Mask::from_bits(8), None);
+    /// ```
+    pub fn from_bits(bits: u32) -> Option<Mask> {
+        (bits & !7 == 0).then_some(Mask(bits as u8))
+    }
+
+    /// The bits.
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// Whether every right of `other` is in `self`.
+    pub fn contains(self, other: Mask) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for Mask {
+    type Output = Mask;
+    fn bitor(self, rhs: Mask) -> Mask {
+        Mask(self.0 | rhs.0)
+    }
+}
+
+/// One cached result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Granted {
+    cred: Cred,
+    allowed: Mask,
+    expiry: u32,
+    generation: u32,
+}
+
+/// Marks a filled `mru` (an all-zero one is empty, not root's result).
+const FILLED: u64 = 1 << 8;
+
+impl Granted {
+    fn encode(&self) -> [u64; 4] {
+        [
+            u64::from(self.cred.uid) << 32 | u64::from(self.cred.gid),
+            self.cred.groups,
+            u64::from(self.expiry) << 32 | u64::from(self.generation),
+            FILLED | u64::from(self.allowed.0),
+        ]
+    }
+
+    fn decode(w: [u64; 4]) -> Option<Granted> {
+        (w[3] & FILLED != 0).then(|| Granted {
+            cred: Cred { uid: (w[0] >> 32) as u32, gid: w[0] as u32, groups: w[1] },
+            allowed: Mask(w[3] as u8 & 7),
+            expiry: (w[2] >> 32) as u32,
+            generation: w[2] as u32,
+        })
+    }
+
+    /// Whether it may be trusted for `cred` now (`now` read only for a finite expiry).
+    fn trusted(&self, cred: &Cred, generation: u32, now: impl FnOnce() -> u32) -> bool {
+        self.cred == *cred
+            && self.generation == generation
+            && (self.expiry == crate::clock::NEVER || now() < self.expiry)
+    }
+}
+
+/// An inode's access results (see the module rules).
+pub(crate) struct AccessCache {
+    generation: AtomicU32,
+    mru: SeqWords<4>,
+    all: Mutex<Vec<Granted>>,
+}
+
+impl AccessCache {
+    pub(crate) fn new() -> Self {
+        AccessCache {
+            generation: AtomicU32::new(0),
+            mru: SeqWords::new(),
+            all: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn generation(&self) -> u32 {
+        // Acquire: pairs with the Release bump of `revoke`: a filler that reads the new value
+        // asks the filesystem after the attribute change it was told of.
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The lockless check: `Some(allowed)` if the most recent result answers for `cred`.
+    #[inline]
+    pub(crate) fn check(&self, cred: &Cred, mask: Mask, now: impl FnOnce() -> u32) -> Option<bool> {
+        let g = Granted::decode(self.mru.try_read()?)?;
+        g.trusted(cred, self.generation(), now).then(|| g.allowed.contains(mask))
+    }
+
+    /// The locked lookup: a trusted result for `cred` becomes the most recent.
+    fn lookup(&self, cred: &Cred, ticks: &Ticks) -> Option<Mask> {
+        let mut all = lock(&self.all);
+        let generation = self.generation();
+        let at = all.iter().rposition(|g| g.trusted(cred, generation, || ticks.now()))?;
+        let g = all.remove(at);
+        all.push(g);
+        if Granted::decode(self.mru.read()) != Some(g) {
+            self.mru.write(g.encode());
+        }
+        Some(g.allowed)
+    }
+
+    /// Files a result filled under generation `g.generation` (dropped if that is not current).
+    fn store(&self, g: Granted) {
+        let mut all = lock(&self.all);
+        if g.generation != self.generation() {
+            return;
+        }
+        all.retain(|old| old.cred != g.cred && old.generation == g.generation);
+        if all.len() == ACCESS_PER_INODE {
+            all.remove(0);
+        }
+        all.push(g);
+        self.mru.write(g.encode());
+    }
+
+    /// Forgets every result: bump first (no check trusts an older one from then on), then
+    /// empty the list and the MRU.
+    pub(crate) fn revoke(&self) {
+        // Release: pairs with the Acquire of `generation()` (see there).
+        self.generation.fetch_add(1, Ordering::Release);
+        let mut all = lock(&self.all);
+        all.clear();
+        self.mru.write([0; 4]);
+    }
+}
+
+impl Dcache {
+    /// The lockless access check: whether `cred` has every right of `mask` on `ino`, if the
+    /// inode's most recent access result answers it (`None`: take [`Dcache::access`]). No lock,
+    /// no shared write but a statistics stripe.
+    ///
+    /// ```
+    /// use udcache::{Config, Cred, Dcache, Filesystem, InodeSpec, Mask, ROOT_INO, epoch};
+    /// struct ReadOnly;
+    /// impl Filesystem for ReadOnly {
+    ///     fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, i32> { Ok(None) }
+    ///     fn access(&self, _ino: u64, _cred: &Cred) -> Result<Mask, i32> {
+    ///         Ok(Mask::READ | Mask::EXEC)
+    ///     }
+    /// }
+    /// let cache = Dcache::new(Config::for_entries(64));
+    /// let me = Cred::new(1000, 1000, &[]);
+    /// let guard = epoch::pin();
+    /// assert_eq!(cache.may_access(&guard, ROOT_INO, &me, Mask::EXEC), None); // not cached yet
+    /// drop(guard);
+    /// assert_eq!(cache.access(&ReadOnly, ROOT_INO, &me, Mask::WRITE), Ok(false)); // asks
+    /// let guard = epoch::pin();
+    /// assert_eq!(cache.may_access(&guard, ROOT_INO, &me, Mask::EXEC), Some(true));
+    /// ```
+    pub fn may_access(&self, guard: &Guard, ino: u64, cred: &Cred, mask: Mask) -> Option<bool> {
+        let answer = self.inode(guard, ino)?.access.check(cred, mask, || self.ticks.now());
+        if answer.is_some() {
+            self.events.access_hits.add(1);
+        }
+        answer
+    }
+
+    /// Whether `cred` has every right of `mask` on `ino`: the most recent result, then the
+    /// inode's other results (under its lock), then `fs.access` (no lock held, no guard
+    /// pinned), whose answer is cached for [`Timeouts::access`](crate::Timeouts::access).
+    ///
+    /// Errors: [`Error::UnknownInode`]; the filesystem's errno ([`Error::Backend`], not cached).
+    pub fn access(
+        &self,
+        fs: &dyn Filesystem,
+        ino: u64,
+        cred: &Cred,
+        mask: Mask,
+    ) -> Result<bool, Error> {
+        let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
+        let cache = &inode.access;
+        if let Some(allowed) = cache.check(cred, mask, || self.ticks.now()) {
+            self.events.access_hits.add(1);
+            return Ok(allowed);
+        }
+        if let Some(allowed) = cache.lookup(cred, &self.ticks) {
+            self.events.access_hits.add(1);
+            return Ok(allowed.contains(mask));
+        }
+        let generation = cache.generation();
+        Events::bump(&self.events.access_calls);
+        let allowed = fs.access(ino, cred).map_err(Error::Backend)?;
+        let expiry = self.ticks.expiry(self.timeouts.access);
+        cache.store(Granted { cred: *cred, allowed: Mask(allowed.0 & 7), expiry, generation });
+        Ok(allowed.contains(mask))
+    }
+
+    /// The filesystem says `ino`'s permissions changed in a way the cached attributes do not
+    /// show (an ACL): every cached access result of it is forgotten. Mode, owner and group
+    /// changes through [`Dcache::setattr`](crate::Dcache::setattr) do this by themselves.
+    ///
+    /// Errors: [`Error::UnknownInode`].
+    pub fn acl_changed(&self, ino: u64) -> Result<(), Error> {
+        let guard = epoch::pin();
+        self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?.access.revoke();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn granted(uid: u32, generation: u32) -> Granted {
+        let cred = Cred::with_digest(uid, 5, 99);
+        Granted { cred, allowed: Mask::READ, expiry: crate::clock::NEVER, generation }
+    }
+
+    #[test]
+    fn mru_round_trips_and_empty_is_no_one() {
+        let g = granted(0, 3);
+        assert_eq!(Granted::decode(g.encode()), Some(g));
+        assert_eq!(Granted::decode([0; 4]), None); // not root with no rights
+    }
+
+    #[test]
+    fn bounded_most_recent_last_and_revoked_by_generation() {
+        let c = AccessCache::new();
+        let ticks = Ticks::new(std::sync::Arc::new(crate::clock::ManualClock::new()));
+        for uid in 0..ACCESS_PER_INODE as u32 + 3 {
+            c.store(granted(uid, 0));
+        }
+        assert_eq!(lock(&c.all).len(), ACCESS_PER_INODE);
+        assert_eq!(c.lookup(&granted(0, 0).cred, &ticks), None, "the oldest went first");
+        let two = granted(2 + 3, 0).cred;
+        assert_eq!(c.lookup(&two, &ticks), Some(Mask::READ));
+        assert_eq!(c.check(&two, Mask::READ, || 0), Some(true), "a locked hit is the MRU");
+        assert_eq!(c.check(&two, Mask::WRITE, || 0), Some(false));
+        c.revoke();
+        assert_eq!(c.check(&two, Mask::READ, || 0), None);
+        assert_eq!(c.lookup(&two, &ticks), None);
+        c.store(granted(7, 0)); // filled before the revocation: not filed
+        assert_eq!(c.lookup(&granted(7, 0).cred, &ticks), None);
+    }
+}

@@ -1,0 +1,427 @@
+//! Revalidation: what a walk does with a dentry it may no longer trust, and the access check
+//! of each directory it passes — both answered without locks in the common case (002).
+//!
+//! # Rules
+//!
+//! - **Lockless checks.** A walk ([`Dcache::walk`], [`Dcache::walk_as`]) checks each dentry's
+//!   validity word (see `valid.rs`) and, in `walk_as` with a credential, the most recent
+//!   access result of each directory it searches (see [`crate::access`]): loads and compares
+//!   only. The clock is read once per walk at most.
+//! - **Pushing the block late.** A dentry that fails the check is offered to
+//!   [`Filesystem::revalidate`] with `may_block = false` (in `walk_as`): the filesystem may
+//!   answer from what it knows without blocking ([`Revalidate::Valid`]: the walk goes on,
+//!   lockless, and the dentry is refreshed if its name lock is free — a `try_lock`, never a
+//!   wait), or say it is stale ([`Revalidate::Invalid`]) or that it must block
+//!   ([`Revalidate::NeedsBlock`]). Only those two, an access miss, or no filesystem to ask
+//!   (plain `walk`) end the lockless walk: it returns [`Checked::Blocked`] (plain `walk`: a
+//!   [`Walk::Miss`](crate::Walk::Miss) at that component), counted under its [`Reason`].
+//! - **The blocking path** ([`Dcache::unblock`], and [`Dcache::resolve`] for a stale name) runs
+//!   with no lock held and no guard pinned while the filesystem is asked. A revalidation reads
+//!   the parent's generation first, asks with `may_block = true`, then, under the name's
+//!   stripe lock and only if the dentry is still the one it asked about, refreshes it (expiry
+//!   from the answer's timeout, that generation) — or drops it
+//!   ([`Dcache::invalidate`](crate::Dcache::invalidate)) if it is no longer valid. Concurrent
+//!   revalidations of one name are coalesced into one call, like misses (see
+//!   [`crate::fetch`]). The walk is then done again.
+//! - **What a caller may rely on**: a walk never returns a dentry that was not fresh or
+//!   revalidated during the walk; a negative filled before a directory change returned (with
+//!   the change's generation bump) is never trusted after it; an access result filled before
+//!   an attribute change or [`Dcache::acl_changed`] returned is never used after it.
+
+use std::time::Duration;
+
+use udcache_neghash::epoch::{self, Guard};
+
+use crate::access::{Cred, Mask};
+use crate::cache::{Dcache, Lookup, Stale};
+use crate::clock::{NEVER, Ticks};
+use crate::dentry::NameLock;
+use crate::error::Error;
+use crate::fetch::{Filesystem, Resolved};
+use crate::inode::{Inode, InodeSpec};
+use crate::name::validate_name;
+use crate::stats::Events;
+use crate::valid::{Reason, Validity};
+use crate::walk::{Stop, Walk, validate_path};
+
+/// What the cache holds for a name it asks [`Filesystem::revalidate`] about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cached {
+    /// The inode the name leads to, or `None` for a negative dentry.
+    pub inode: Option<InodeSpec>,
+    /// Its timeout has passed.
+    pub expired: bool,
+    /// Its directory changed (a new verifier) since it was filled.
+    pub dir_changed: bool,
+}
+
+/// A filesystem's answer to [`Filesystem::revalidate`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Revalidate {
+    /// The cached answer still holds: trust it for `ttl` more (`None`: the configured
+    /// [`Timeouts`](crate::Timeouts) for its kind).
+    Valid {
+        /// How long, from now.
+        ttl: Option<Duration>,
+    },
+    /// It no longer holds: the cache drops the dentry and the name is looked up again.
+    Invalid,
+    /// The filesystem cannot tell without blocking (only when asked with `may_block = false`;
+    /// answered with `may_block = true` it is taken as `Invalid`).
+    NeedsBlock,
+}
+
+/// Why a [`Dcache::walk_as`] left the lockless mode: the blocking work to do
+/// ([`Dcache::unblock`]) before walking again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Blocked {
+    /// The dentry `name` in directory `parent` is not trusted and the filesystem could not
+    /// confirm it without blocking.
+    Revalidate {
+        /// The directory.
+        parent: u64,
+        /// The name.
+        name: Vec<u8>,
+        /// Where the component starts in the path.
+        at: usize,
+        /// Why it is not trusted (or [`Reason::NeedsBlock`]).
+        reason: Reason,
+        /// The filesystem already answered [`Revalidate::Invalid`]: drop it, do not ask again.
+        invalid: bool,
+    },
+    /// The credential's access to directory `dir` is not in its most recent access result.
+    Access {
+        /// The directory.
+        dir: u64,
+        /// Where the component to look up in it starts.
+        at: usize,
+    },
+}
+
+impl Blocked {
+    /// Why the walk left the lockless mode.
+    pub fn reason(&self) -> Reason {
+        match self {
+            Blocked::Revalidate { reason, .. } => *reason,
+            Blocked::Access { .. } => Reason::AccessMiss,
+        }
+    }
+}
+
+/// How a [`Dcache::walk_as`] ended.
+#[derive(Clone, Debug)]
+pub enum Checked<'g> {
+    /// The walk ended as [`Walk`] says, lockless, trusting only fresh or revalidated dentries
+    /// and, with a credential, allowed to search every directory it passed.
+    Done(Walk<'g>),
+    /// The credential may not search directory `dir` (`EACCES`); the component at `at` was
+    /// not looked up.
+    Denied {
+        /// The directory.
+        dir: u64,
+        /// Where the component to look up in it starts.
+        at: usize,
+    },
+    /// Do this with [`Dcache::unblock`], no guard pinned, and walk again.
+    Blocked(Blocked),
+}
+
+/// What one walk checks beyond the rename sequence, and what it learnt on the way.
+pub(crate) struct Checks<'a> {
+    fs: Option<&'a dyn Filesystem>,
+    cred: Option<Cred>,
+    ticks: &'a Ticks,
+    now: Option<u32>,
+    access_hits: u64,
+}
+
+impl<'a> Checks<'a> {
+    pub(crate) fn new(
+        cache: &'a Dcache,
+        fs: Option<&'a dyn Filesystem>,
+        cred: Option<Cred>,
+    ) -> Self {
+        Checks { fs, cred, ticks: &cache.ticks, now: None, access_hits: 0 }
+    }
+
+    /// The current tick, read once per walk.
+    #[inline]
+    pub(crate) fn now(&mut self) -> u32 {
+        match self.now {
+            Some(t) => t,
+            None => *self.now.insert(self.ticks.now()),
+        }
+    }
+
+    /// The access check of directory `dir` before the component at `at` is looked up in it:
+    /// `None` to go on.
+    #[inline]
+    pub(crate) fn search<'g>(&mut self, dir: &Inode, at: usize) -> Option<Stop<'g>> {
+        let cred = self.cred?;
+        match dir.access.check(&cred, Mask::EXEC, || self.now()) {
+            Some(true) => {
+                self.access_hits += 1;
+                None
+            }
+            Some(false) => {
+                self.access_hits += 1;
+                Some(Stop::Denied { dir: dir.ino(), at })
+            }
+            None => Some(Stop::Blocked(Blocked::Access { dir: dir.ino(), at })),
+        }
+    }
+
+    /// A stale dentry `name` in `dir`: the lockless revalidation (see the rules).
+    #[cold]
+    pub(crate) fn revalidate<'g>(
+        &mut self,
+        cache: &'g Dcache,
+        dir: &'g Inode,
+        name: &[u8],
+        at: usize,
+        stale: Stale<'g>,
+    ) -> Result<Lookup<'g>, Blocked> {
+        let blocked = |reason, invalid| Blocked::Revalidate {
+            parent: dir.ino(),
+            name: name.to_vec(),
+            at,
+            reason,
+            invalid,
+        };
+        let Some(fs) = self.fs else { return Err(blocked(stale.reason, false)) };
+        // Before asking: a refresh carries no newer generation than the answer saw.
+        let generation = dir.dir_gen();
+        let cached = cached(&stale, generation, self.now());
+        Events::bump(&cache.events.revalidations);
+        match fs.revalidate(dir.ino(), name, cached, false) {
+            Revalidate::Valid { ttl } => {
+                if let Some(lock) = cache.try_lock_name(dir.ino(), name) {
+                    cache.refresh(
+                        &lock,
+                        stale.entry,
+                        seen(stale.inode, stale.word),
+                        ttl,
+                        generation,
+                    );
+                }
+                Ok(stale.inode.map_or(Lookup::Negative, Lookup::Hit))
+            }
+            Revalidate::Invalid => Err(blocked(stale.reason, true)),
+            Revalidate::NeedsBlock => Err(blocked(Reason::NeedsBlock, false)),
+        }
+    }
+
+    /// Adds up what the walk counted.
+    pub(crate) fn finish(self, cache: &Dcache) {
+        if self.access_hits > 0 {
+            cache.events.access_hits.add(self.access_hits);
+        }
+    }
+}
+
+/// A dentry's state as a revalidation saw it: its inode pointer (compared, never followed)
+/// and its validity word.
+type Seen = (*const Inode, Validity);
+
+fn seen(inode: Option<&Inode>, word: Validity) -> Seen {
+    (inode.map_or(std::ptr::null(), |i| i as *const Inode), word)
+}
+
+/// What the filesystem is told about a stale dentry.
+fn cached(stale: &Stale<'_>, generation: u32, now: u32) -> Cached {
+    let expiry = stale.word.expiry();
+    Cached {
+        inode: stale.inode.map(Inode::spec),
+        expired: expiry != NEVER && now >= expiry,
+        dir_changed: stale.word.generation() != generation,
+    }
+}
+
+/// How a blocking revalidation of one name ended.
+pub(crate) enum Settled {
+    /// Fresh (already, or refreshed): this is the answer.
+    Fresh(Resolved),
+    /// The filesystem said it no longer holds: dropped.
+    Dropped,
+    /// No dentry of that name.
+    Absent,
+}
+
+impl Dcache {
+    /// Resolves `path` from `root` like [`Dcache::walk`], revalidating without blocking and,
+    /// with `cred`, checking that it may search each directory on the way (002's RCU-walk with
+    /// NFS's lockless revalidation and access cache). See the [module rules](crate::reval).
+    ///
+    /// Errors: as [`Dcache::walk`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use udcache::clock::ManualClock;
+    /// use udcache::{
+    ///     Checked, Config, Cred, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, Timeouts,
+    ///     Walk, epoch,
+    /// };
+    /// struct Fs;
+    /// impl Filesystem for Fs {
+    ///     fn lookup(&self, _: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    ///         Ok((name == b"d").then_some(InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 0 }))
+    ///     }
+    /// }
+    /// let clock = Arc::new(ManualClock::new());
+    /// let second = Duration::from_secs(1);
+    /// let cache = Dcache::new(
+    ///     Config::for_entries(64)
+    ///         .with_timeouts(Timeouts { entry: second, negative: second, access: second })
+    ///         .with_clock(clock.clone()),
+    /// );
+    /// let me = Cred::new(1000, 1000, &[]);
+    /// cache.add(ROOT_INO, b"d", InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 0 }).unwrap();
+    /// clock.advance(2 * second); // `d` expires
+    /// let walked = loop {
+    ///     let guard = epoch::pin();
+    ///     match cache.walk_as(&guard, &Fs, Some(&me), ROOT_INO, "d").unwrap() {
+    ///         Checked::Blocked(b) => {
+    ///             drop(guard);
+    ///             cache.unblock(&Fs, Some(&me), &b).unwrap(); // asks the filesystem
+    ///         }
+    ///         Checked::Done(Walk::Found(i)) => break i.ino(),
+    ///         other => panic!("{other:?}"),
+    ///     }
+    /// };
+    /// assert_eq!(walked, 2);
+    /// let s = cache.stats();
+    /// assert_eq!((s.fallback_access, s.fallback_needs_block, s.revalidations), (1, 1, 2));
+    /// ```
+    pub fn walk_as<'g>(
+        &'g self,
+        guard: &'g Guard,
+        fs: &dyn Filesystem,
+        cred: Option<&Cred>,
+        root: u64,
+        path: impl AsRef<[u8]>,
+    ) -> Result<Checked<'g>, Error> {
+        let path = path.as_ref();
+        validate_path(path)?;
+        let mut checks = Checks::new(self, Some(fs), cred.copied());
+        let stop = self.walk_validated(guard, &mut checks, root, path);
+        checks.finish(self);
+        Ok(match stop? {
+            Stop::Walk(w) => Checked::Done(w),
+            Stop::Denied { dir, at } => Checked::Denied { dir, at },
+            Stop::Blocked(b) => {
+                self.events.fallback(b.reason());
+                Checked::Blocked(b)
+            }
+        })
+    }
+
+    /// Does the blocking work a [`Dcache::walk_as`] left for: revalidates the name with the
+    /// filesystem (refreshing or dropping it; coalesced with other threads' calls for it), or
+    /// fills `cred`'s access result for the directory. Call it with no guard pinned.
+    ///
+    /// Errors: the filesystem's errno ([`Error::Backend`]).
+    pub fn unblock(
+        &self,
+        fs: &dyn Filesystem,
+        cred: Option<&Cred>,
+        blocked: &Blocked,
+    ) -> Result<(), Error> {
+        let done = match blocked {
+            Blocked::Revalidate { parent, name, invalid: true, .. } => {
+                self.invalidate(*parent, name)
+            }
+            Blocked::Revalidate { parent, name, .. } => {
+                self.fetch(fs, *parent, name, false).map(drop)
+            }
+            Blocked::Access { dir, .. } => match cred {
+                Some(cred) => self.access(fs, *dir, cred, Mask::EXEC).map(drop),
+                None => Ok(()),
+            },
+        };
+        match done {
+            // Gone meanwhile: the next walk will see what is there now.
+            Err(Error::NotFound | Error::UnknownInode(_)) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Sets how long the dentry `(parent, name)` is trusted from now (a FUSE reply's
+    /// `entry_valid`, say; `Duration::MAX`: until told otherwise). Its generation is kept.
+    ///
+    /// Errors: a bad name; nothing cached under the name ([`Error::NotFound`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use udcache::{Config, Dcache, Lookup, ROOT_INO, epoch};
+    /// let cache = Dcache::new(Config::for_entries(64));
+    /// cache.add_negative(ROOT_INO, b"x").unwrap();
+    /// cache.set_entry_timeout(ROOT_INO, b"x", Duration::ZERO).unwrap(); // revalidate at every use
+    /// assert!(matches!(cache.lookup(&epoch::pin(), ROOT_INO, b"x"), Ok(Lookup::Miss)));
+    /// ```
+    pub fn set_entry_timeout(&self, parent: u64, name: &[u8], ttl: Duration) -> Result<(), Error> {
+        validate_name(name)?;
+        let names = self.lock_names((parent, name), None);
+        let found = self.dentry(parent, name).ok_or(Error::NotFound)?;
+        let generation = found.value().validity().generation();
+        found.value().set_validity(Validity::new(self.ticks.expiry(ttl), generation), &names);
+        Ok(())
+    }
+
+    /// Refreshes a revalidated dentry if it is still as the revalidation saw it: expiry `ttl`
+    /// from now (or the configured timeout), generation `generation`.
+    fn refresh(
+        &self,
+        names: &NameLock<'_>,
+        entry: &udcache_neghash::Entry<crate::dentry::Slot>,
+        (inode, word): Seen,
+        ttl: Option<Duration>,
+        generation: u32,
+    ) {
+        let slot = entry.value();
+        if slot.inode_ptr() != inode || slot.validity() != word {
+            return; // changed meanwhile: the changer's word stands
+        }
+        let ttl = ttl.unwrap_or(self.timeouts.of(inode.is_null()));
+        slot.set_validity(Validity::new(self.ticks.expiry(ttl), generation), names);
+    }
+
+    /// The blocking revalidation of `(parent, name)` whose parent was at generation `generation`
+    /// before anything was asked (see the rules).
+    pub(crate) fn revalidate_blocking(
+        &self,
+        fs: &dyn Filesystem,
+        parent: u64,
+        name: &[u8],
+        generation: u32,
+    ) -> Settled {
+        let Some(held) = self.dentry(parent, name) else { return Settled::Absent };
+        let (was, cached) = {
+            let guard = epoch::pin();
+            let inode = held.value().load(&guard);
+            let word = held.value().validity();
+            let answer = inode.map_or(Resolved::Negative, |i| Resolved::Found(i.spec()));
+            let Err(reason) = word.check(inode.is_none(), || generation, || self.ticks.now())
+            else {
+                return Settled::Fresh(answer); // refreshed by another thread meanwhile
+            };
+            let stale = Stale { entry: &held, inode, word, reason };
+            (seen(inode, word), cached(&stale, generation, self.ticks.now()))
+        };
+        Events::bump(&self.events.revalidations);
+        match fs.revalidate(parent, name, cached, true) {
+            Revalidate::Valid { ttl } => {
+                let names = self.lock_names((parent, name), None);
+                self.refresh(&names, &held, was, ttl, generation);
+                Settled::Fresh(cached.inode.map_or(Resolved::Negative, Resolved::Found))
+            }
+            Revalidate::Invalid | Revalidate::NeedsBlock => {
+                drop(held);
+                // Dropped whatever is there now: at worst a newer dentry, which a miss fills
+                // again.
+                let _ = self.invalidate(parent, name);
+                Settled::Dropped
+            }
+        }
+    }
+}

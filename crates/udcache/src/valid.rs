@@ -1,0 +1,144 @@
+//! Entry validity: how long a dentry is trusted, and whether its directory changed since.
+//!
+//! # Rules
+//!
+//! - Every dentry, positive and negative, carries one validity word beside its inode pointer
+//!   (`Slot`, see `dentry.rs`): its **expiry** (a 32-bit tick, see [`crate::clock`]; the
+//!   filesystem's entry timeout, like FUSE's `entry_valid`) and the **generation** of its
+//!   parent directory's verifier when it was filled (32 bits). Packed, the two cost 8 bytes per
+//!   dentry.
+//! - A directory inode counts its verifier changes in its generation (`Inode::dir_gen`).
+//!   [`Dcache::dir_changed`](crate::Dcache::dir_changed) bumps it (a single RMW, and nothing
+//!   when a reported verifier is unchanged); the cache's own changes (add, unlink, rename) do
+//!   not, because they keep the dentries they touch right themselves.
+//! - **Trust**: a positive dentry is fresh until its expiry; a negative one until its expiry
+//!   *and* only while its generation equals its parent's (002's negative revalidation: a
+//!   remembered miss means nothing once the directory changed). A lockless reader decides this
+//!   with loads and compares only.
+//! - **Writers** of a validity word hold the name's stripe lock (the `NameLock` proof), like
+//!   writers of the inode pointer: fills, instantiation, unlink, rename, refreshes after a
+//!   revalidation. A refresh stores the parent's generation as read *before* the filesystem was
+//!   asked, so an answer given before a directory change is never trusted after it.
+//! - What a reader may observe: the word and the pointer are two atomics, so a reader racing a
+//!   writer may pair the old pointer with the new word or the reverse. Both states are true at
+//!   some instant of the write (the writer is the cache itself, acting on a change it was told
+//!   of), and a writer stores the word before the pointer, whose `Release` store makes a reader
+//!   that sees a new inode see its new word.
+//! - Limits, by design: a generation is 32 bits, so a negative dentry that neither expires nor
+//!   is looked up while its directory changes exactly a multiple of 2^32 times would be trusted
+//!   again; the clock saturates after 2.28 years (see [`crate::clock`]).
+
+use std::time::Duration;
+
+use crate::clock::NEVER;
+
+/// How long the cache trusts what it is told, unless a [`Revalidate`](crate::Revalidate) answer
+/// or [`Dcache::set_entry_timeout`](crate::Dcache::set_entry_timeout) says otherwise.
+/// `Duration::MAX` (the default for all three) is "until told otherwise".
+///
+/// ```
+/// use std::time::Duration;
+/// use udcache::{Config, Timeouts};
+/// let second = Duration::from_secs(1);
+/// let config = Config::for_entries(1024)
+///     .with_timeouts(Timeouts { entry: second, negative: second, access: second });
+/// # drop(config);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// A positive dentry (FUSE's `entry_valid`).
+    pub entry: Duration,
+    /// A negative dentry (also invalidated by any change of its directory).
+    pub negative: Duration,
+    /// A cached permission result (also invalidated by any attribute change of its inode).
+    pub access: Duration,
+}
+
+impl Timeouts {
+    /// Trust everything until told otherwise.
+    pub const FOREVER: Timeouts =
+        Timeouts { entry: Duration::MAX, negative: Duration::MAX, access: Duration::MAX };
+
+    /// The timeout of a dentry of this polarity.
+    pub(crate) fn of(&self, negative: bool) -> Duration {
+        if negative { self.negative } else { self.entry }
+    }
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts::FOREVER
+    }
+}
+
+/// Why a walk left the lockless mode (each fallback is counted under one reason in
+/// [`Stats`](crate::Stats)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// A dentry's timeout passed, and the filesystem was not asked without blocking or
+    /// answered that it is no longer valid.
+    Expired,
+    /// A negative dentry's directory changed since it was filled (same conditions).
+    Verifier,
+    /// The most recent access result of a directory on the path was not for this credential,
+    /// had expired or was revoked.
+    AccessMiss,
+    /// The filesystem could not revalidate a dentry without blocking.
+    NeedsBlock,
+}
+
+/// A dentry's validity word: expiry tick (high half) and parent generation (low half).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Validity(pub(crate) u64);
+
+impl Validity {
+    pub(crate) fn new(expiry: u32, generation: u32) -> Self {
+        Validity(u64::from(expiry) << 32 | u64::from(generation))
+    }
+
+    pub(crate) fn expiry(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    pub(crate) fn generation(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// Whether the dentry may be trusted: `Err` says why not. `dir_gen` is asked only for a
+    /// negative dentry, `now` only for an expiry that is not [`NEVER`]: the common cases cost
+    /// one load and one compare.
+    #[inline]
+    pub(crate) fn check(
+        self,
+        negative: bool,
+        dir_gen: impl FnOnce() -> u32,
+        now: impl FnOnce() -> u32,
+    ) -> Result<(), Reason> {
+        if negative && self.generation() != dir_gen() {
+            return Err(Reason::Verifier);
+        }
+        if self.expiry() != NEVER && now() >= self.expiry() {
+            return Err(Reason::Expired);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packs_and_checks() {
+        let v = Validity::new(10, 7);
+        assert_eq!((v.expiry(), v.generation()), (10, 7));
+        assert_eq!(v.check(false, || unreachable!(), || 9), Ok(()));
+        assert_eq!(v.check(false, || unreachable!(), || 10), Err(Reason::Expired));
+        assert_eq!(v.check(true, || 7, || 9), Ok(()));
+        assert_eq!(v.check(true, || 8, || 9), Err(Reason::Verifier));
+        // Positives ignore the generation; a never-expiring word never reads the clock.
+        let forever = Validity::new(NEVER, 0);
+        assert_eq!(forever.check(false, || unreachable!(), || unreachable!()), Ok(()));
+        assert_eq!(forever.check(true, || 1, || unreachable!()), Err(Reason::Verifier));
+    }
+}
