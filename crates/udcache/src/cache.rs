@@ -518,9 +518,11 @@ impl Dcache {
         names: &NameLock<'_>,
         policy: UnlinkPolicy,
     ) -> Arc<Inode> {
-        // What is left is true now: trusted as a fresh negative (it matters for the policy
-        // that keeps it; a dropped entry is never read again).
-        let valid = self.validity(true, self.dir_gen_now(dentry.parent()));
+        // What is left is true now: a fresh negative (a dropped entry is never read again).
+        let valid = match policy {
+            UnlinkPolicy::Negative => self.validity(true, self.dir_gen_now(dentry.parent())),
+            UnlinkPolicy::Drop => Validity::new(0, 0),
+        };
         let inode = dentry.value().take(valid, guard, names).expect("detach of a negative dentry");
         let changed = match policy {
             UnlinkPolicy::Negative => dentry.make_negative(),

@@ -1,0 +1,197 @@
+//! Loom models of revalidation: lockless validity checks and refreshes against directory
+//! verifier updates, and lockless access checks and fills against revocations.
+//! `RUSTFLAGS="--cfg loom --cfg crossbeam_loom" CARGO_TARGET_DIR=target/loom cargo test --release -p udcache --test loom_reval`
+//!
+//! In each model the filesystem changes its truth and then tells the cache (as a filesystem
+//! must), and a `done` flag set after the cache call returns lets a reader know it runs
+//! "after the change": from then on it must never trust what was true before.
+#![cfg(loom)]
+
+use std::sync::Arc;
+
+use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use udcache::{
+    Blocked, Config, Cred, Dcache, FileType, Filesystem, InodeSpec, Lookup, Mask, ROOT_INO, Reason,
+    epoch,
+};
+
+const DIR: u64 = 2;
+
+fn builder(preemptions: usize) -> loom::model::Builder {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(preemptions);
+    b.max_branches = 20_000;
+    b
+}
+
+/// One bucket per table, so that every execution touches the same atomics.
+fn cache_with_negative() -> Arc<Dcache> {
+    let cache = Arc::new(Dcache::new(Config::for_entries(16).with_buckets(1)));
+    cache
+        .add(ROOT_INO, b"d", InodeSpec { ino: DIR, kind: FileType::Directory, fs_data: 0 })
+        .unwrap();
+    cache.add_negative(DIR, b"x").unwrap();
+    cache
+}
+
+/// The filesystem's truth: whether `d/x` exists, and the rights on the root (uid 1001 has
+/// none).
+struct Fs {
+    x_exists: AtomicBool,
+    rights: AtomicU8,
+}
+
+impl Fs {
+    fn new() -> Arc<Self> {
+        Arc::new(Fs { x_exists: AtomicBool::new(false), rights: AtomicU8::new(Mask::ALL.bits()) })
+    }
+}
+
+impl Filesystem for Fs {
+    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        // Relaxed: what the filesystem knows reaches the cache through the cache's own
+        // orderings (a generation read with Acquire after the change's Release bump).
+        let exists = self.x_exists.load(Ordering::Relaxed);
+        Ok(exists.then_some(InodeSpec { ino: 3, kind: FileType::Regular, fs_data: 0 }))
+    }
+
+    fn access(&self, _ino: u64, cred: &Cred) -> Result<Mask, i32> {
+        if cred.uid() == 1001 {
+            return Ok(Mask::NONE);
+        }
+        // Relaxed: as in `lookup`.
+        Ok(Mask::from_bits(self.rights.load(Ordering::Relaxed).into()).unwrap())
+    }
+}
+
+fn x(cache: &Dcache) -> &'static str {
+    match cache.lookup(&epoch::pin(), DIR, b"x").unwrap() {
+        Lookup::Hit(_) => "hit",
+        Lookup::Negative => "negative",
+        Lookup::Miss => "miss",
+    }
+}
+
+/// A lockless check of a negative dentry races the change of its directory: once the change
+/// is announced, the negative is never trusted (with the generation bump removed from
+/// `dir_changed`, this model fails).
+#[test]
+fn negative_check_vs_verifier_update() {
+    builder(2).check(|| {
+        let (cache, fs, done) =
+            (cache_with_negative(), Fs::new(), Arc::new(AtomicBool::new(false)));
+        let changer = {
+            let (cache, fs, done) = (cache.clone(), fs.clone(), done.clone());
+            loom::thread::spawn(move || {
+                fs.x_exists.store(true, Ordering::Relaxed);
+                cache.dir_changed(DIR, None).unwrap();
+                done.store(true, Ordering::Release);
+            })
+        };
+        let after = done.load(Ordering::Acquire);
+        let seen = x(&cache);
+        assert!(!after || seen == "miss", "trusted a negative after the change: {seen}");
+        changer.join().unwrap();
+        assert_eq!(x(&cache), "miss");
+    });
+}
+
+/// The blocking revalidation of a stale negative races a second change that creates the name.
+/// The refresh must carry the generation read *before* the filesystem was asked: with it read
+/// after, a "still absent" answer given before the change is filed as fresh after it, and
+/// this model fails.
+#[test]
+fn refresh_vs_verifier_update() {
+    builder(2).check(|| {
+        let (cache, fs) = (cache_with_negative(), Fs::new());
+        cache.dir_changed(DIR, None).unwrap(); // x is stale: a revalidation is due
+        let changer = {
+            let (cache, fs) = (cache.clone(), fs.clone());
+            loom::thread::spawn(move || {
+                fs.x_exists.store(true, Ordering::Relaxed);
+                cache.dir_changed(DIR, None).unwrap();
+            })
+        };
+        let stale = Blocked::Revalidate {
+            parent: DIR,
+            name: b"x".to_vec(),
+            at: 2,
+            reason: Reason::Verifier,
+            invalid: false,
+        };
+        cache.unblock(&*fs, None, &stale).unwrap();
+        changer.join().unwrap();
+        assert_ne!(x(&cache), "negative", "a pre-change answer trusted after the change");
+    });
+}
+
+/// The lockless access check races a revocation: once `acl_changed` returns, the revoked
+/// grant is never used (with the revocation neither bumping the generation nor clearing the
+/// most recent result, this fails; either alone is enough once it has returned).
+#[test]
+fn access_check_vs_revocation() {
+    builder(2).check(|| {
+        let (cache, fs, done) =
+            (cache_with_negative(), Fs::new(), Arc::new(AtomicBool::new(false)));
+        let me = Cred::with_digest(1000, 1000, 0);
+        assert_eq!(cache.access(&*fs, ROOT_INO, &me, Mask::EXEC), Ok(true));
+        let revoker = {
+            let (cache, fs, done) = (cache.clone(), fs.clone(), done.clone());
+            loom::thread::spawn(move || {
+                fs.rights.store(Mask::READ.bits(), Ordering::Relaxed);
+                cache.acl_changed(ROOT_INO).unwrap();
+                done.store(true, Ordering::Release);
+            })
+        };
+        let after = done.load(Ordering::Acquire);
+        let seen = cache.may_access(&epoch::pin(), ROOT_INO, &me, Mask::EXEC);
+        assert!(!after || seen.is_none(), "a revoked grant used: {seen:?}");
+        revoker.join().unwrap();
+        assert_eq!(cache.access(&*fs, ROOT_INO, &me, Mask::EXEC), Ok(false));
+    });
+}
+
+/// An access fill (the filesystem asked on a miss) races a revocation: a grant answered
+/// before the revocation is not kept after it (with the generation read after the call,
+/// this fails).
+#[test]
+fn access_fill_vs_revocation() {
+    builder(2).check(|| {
+        let (cache, fs) = (cache_with_negative(), Fs::new());
+        let me = Cred::with_digest(1000, 1000, 0);
+        let revoker = {
+            let (cache, fs) = (cache.clone(), fs.clone());
+            loom::thread::spawn(move || {
+                fs.rights.store(Mask::READ.bits(), Ordering::Relaxed);
+                cache.acl_changed(ROOT_INO).unwrap();
+            })
+        };
+        let _answered_either_way = cache.access(&*fs, ROOT_INO, &me, Mask::EXEC).unwrap();
+        revoker.join().unwrap();
+        let seen = cache.may_access(&epoch::pin(), ROOT_INO, &me, Mask::EXEC);
+        assert_ne!(seen, Some(true), "a grant answered before the revocation kept after it");
+    });
+}
+
+/// The lockless access check of one credential races another credential's result becoming
+/// the most recent (a fill rewrites the copy the check reads). The check sees the old result
+/// whole, the new one whole, or gives up — never one credential's identity with the other's
+/// rights (with `SeqWords::try_read`'s validation removed, this fails).
+#[test]
+fn access_check_vs_most_recent_switch() {
+    builder(2).check(|| {
+        let (cache, fs) = (cache_with_negative(), Fs::new());
+        let (alice, bob) = (Cred::with_digest(1000, 1000, 0), Cred::with_digest(1001, 1001, 0));
+        assert_eq!(cache.access(&*fs, ROOT_INO, &alice, Mask::EXEC), Ok(true));
+        let filler = {
+            let (cache, fs) = (cache.clone(), fs.clone());
+            loom::thread::spawn(move || {
+                assert_eq!(cache.access(&*fs, ROOT_INO, &bob, Mask::EXEC), Ok(false));
+            })
+        };
+        let seen = cache.may_access(&epoch::pin(), ROOT_INO, &alice, Mask::EXEC);
+        assert_ne!(seen, Some(false), "alice read with bob's rights");
+        filler.join().unwrap();
+        assert_eq!(cache.may_access(&epoch::pin(), ROOT_INO, &bob, Mask::EXEC), Some(false));
+    });
+}

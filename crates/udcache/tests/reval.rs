@@ -1,0 +1,419 @@
+//! Revalidation and the access cache, one behaviour at a time: entry timeouts, directory
+//! verifiers and the negatives they invalidate (also when the change lands in the middle of a
+//! filesystem call), lockless revalidation answers, the blocking path, coalescing, and access
+//! results with their revocation.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use udcache::clock::ManualClock;
+use udcache::{
+    Blocked, Cached, Checked, Config, Cred, Dcache, FileType, Filesystem, InodeSpec, Lookup, Mask,
+    ROOT_INO, Reason, Resolved, Revalidate, Timeouts, Walk, epoch,
+};
+
+const SECOND: Duration = Duration::from_secs(1);
+const DIR: u64 = 2;
+
+fn dir(ino: u64) -> InodeSpec {
+    InodeSpec { ino, kind: FileType::Directory, fs_data: 0 }
+}
+
+fn file(ino: u64) -> InodeSpec {
+    InodeSpec { ino, kind: FileType::Regular, fs_data: ino }
+}
+
+/// What the filesystem answers to a revalidation asked with `may_block = false`.
+#[derive(Clone, Copy, PartialEq)]
+enum Lockless {
+    /// Blocks for everything (the trait's default).
+    NeedsBlock,
+    /// Answers from the truth, trusting the answer for this long.
+    Truth(Duration),
+}
+
+/// A filesystem with a mutable truth, counters, and a hook run in the middle of each call
+/// (after the answer is decided, before it is returned: a change racing the call).
+struct Fs {
+    names: Mutex<HashMap<(u64, Vec<u8>), InodeSpec>>,
+    rights: Mutex<HashMap<(u64, u32), Mask>>,
+    lockless: Mutex<Lockless>,
+    during: Mutex<Option<Box<dyn Fn() + Send>>>,
+    lookups: AtomicU64,
+    revalidations: [AtomicU64; 2],
+    access_calls: AtomicU64,
+    slow: Duration,
+}
+
+impl Fs {
+    fn new() -> Self {
+        let mut names = HashMap::new();
+        names.insert((ROOT_INO, b"d".to_vec()), dir(DIR));
+        Fs {
+            names: Mutex::new(names),
+            rights: Mutex::new(HashMap::new()),
+            lockless: Mutex::new(Lockless::NeedsBlock),
+            during: Mutex::new(None),
+            lookups: AtomicU64::new(0),
+            revalidations: [AtomicU64::new(0), AtomicU64::new(0)],
+            access_calls: AtomicU64::new(0),
+            slow: Duration::ZERO,
+        }
+    }
+
+    fn create(&self, parent: u64, name: &str, spec: InodeSpec) {
+        self.names.lock().unwrap().insert((parent, name.into()), spec);
+    }
+
+    fn truth(&self, parent: u64, name: &[u8]) -> Option<InodeSpec> {
+        self.names.lock().unwrap().get(&(parent, name.to_vec())).copied()
+    }
+
+    fn during(&self, f: impl Fn() + Send + 'static) {
+        *self.during.lock().unwrap() = Some(Box::new(f));
+    }
+
+    fn run_hook(&self) {
+        if let Some(f) = self.during.lock().unwrap().take() {
+            f();
+        }
+    }
+}
+
+impl Filesystem for Fs {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        let answer = self.truth(parent, name);
+        self.run_hook();
+        Ok(answer)
+    }
+
+    fn revalidate(&self, parent: u64, name: &[u8], cached: Cached, may_block: bool) -> Revalidate {
+        self.revalidations[usize::from(may_block)].fetch_add(1, Ordering::Relaxed);
+        let ttl = match *self.lockless.lock().unwrap() {
+            Lockless::NeedsBlock if !may_block => return Revalidate::NeedsBlock,
+            Lockless::NeedsBlock => None,
+            Lockless::Truth(ttl) => Some(ttl),
+        };
+        std::thread::sleep(self.slow);
+        let same = self.truth(parent, name).map(|s| s.ino) == cached.inode.map(|s| s.ino);
+        self.run_hook();
+        if same { Revalidate::Valid { ttl } } else { Revalidate::Invalid }
+    }
+
+    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, i32> {
+        self.access_calls.fetch_add(1, Ordering::Relaxed);
+        let m = self.rights.lock().unwrap().get(&(ino, cred.uid())).copied().unwrap_or(Mask::ALL);
+        self.run_hook();
+        Ok(m)
+    }
+}
+
+fn timed(clock: &Arc<ManualClock>) -> Dcache {
+    let t = Timeouts { entry: SECOND, negative: SECOND, access: SECOND };
+    Dcache::new(Config::for_entries(256).with_timeouts(t).with_clock(clock.clone()))
+}
+
+fn lookup(cache: &Dcache, parent: u64, name: &str) -> &'static str {
+    match cache.lookup(&epoch::pin(), parent, name.as_bytes()).unwrap() {
+        Lookup::Hit(_) => "hit",
+        Lookup::Negative => "negative",
+        Lookup::Miss => "miss",
+    }
+}
+
+/// Resolves `path` the way a FUSE server would: lockless walks, the blocking path for what
+/// they leave, `resolve` for misses. Returns the walk's end and how many walks it took.
+fn resolve_path(cache: &Dcache, fs: &Fs, cred: Option<&Cred>, path: &str) -> (String, usize) {
+    for attempt in 1..=20 {
+        let guard = epoch::pin();
+        let step = cache.walk_as(&guard, fs, cred, ROOT_INO, path).unwrap();
+        let next = match step {
+            Checked::Done(Walk::Found(i)) => return (format!("found {}", i.ino()), attempt),
+            Checked::Done(Walk::Negative { .. }) => return ("negative".into(), attempt),
+            Checked::Denied { dir, .. } => return (format!("denied {dir}"), attempt),
+            Checked::Done(Walk::Miss { parent, at }) => {
+                let name = path[at..].split('/').next().unwrap().to_owned();
+                Err((parent, name))
+            }
+            Checked::Blocked(b) => Ok(b),
+            Checked::Done(other) => panic!("{other:?}"),
+        };
+        drop(guard);
+        match next {
+            Ok(b) => cache.unblock(fs, cred, &b).unwrap(),
+            Err((parent, name)) => drop(cache.resolve(fs, parent, name.as_bytes()).unwrap()),
+        }
+    }
+    panic!("{path}: no progress in 20 walks");
+}
+
+#[test]
+fn a_negative_made_before_a_dir_change_is_never_trusted_after_it() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let fs = Fs::new();
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.add_negative(DIR, b"x").unwrap();
+    assert_eq!(lookup(&cache, DIR, "x"), "negative");
+    fs.create(DIR, "x", file(3));
+    cache.dir_changed(DIR, None).unwrap();
+    // Every lockless reader: a lookup, a plain walk (a miss to resolve), a checked walk.
+    assert_eq!(lookup(&cache, DIR, "x"), "miss");
+    let guard = epoch::pin();
+    assert!(matches!(cache.walk(&guard, ROOT_INO, "d/x"), Ok(Walk::Miss { parent: DIR, at: 2 })));
+    match cache.walk_as(&guard, &fs, None, ROOT_INO, "d/x").unwrap() {
+        Checked::Blocked(Blocked::Revalidate { parent: DIR, reason, invalid: false, .. }) => {
+            assert_eq!(reason, Reason::NeedsBlock)
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(guard);
+    let s = cache.stats();
+    assert_eq!((s.fallback_verifier, s.fallback_needs_block), (1, 1));
+    // The blocking path asks, drops the stale negative, looks the name up.
+    assert_eq!(cache.resolve(&fs, DIR, b"x"), Ok(Resolved::Found(file(3))));
+    assert_eq!(fs.revalidations[1].load(Ordering::Relaxed), 1);
+    assert_eq!(lookup(&cache, DIR, "x"), "hit");
+}
+
+#[test]
+fn an_answer_that_raced_a_dir_change_is_filed_stale() {
+    let cache = Arc::new(Dcache::new(Config::for_entries(64)));
+    let fs = Arc::new(Fs::new());
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    // The filesystem answers "absent", then the name is created and the change announced,
+    // all before the answer reaches the cache.
+    let (c, f) = (cache.clone(), fs.clone());
+    fs.during(move || {
+        f.create(DIR, "x", file(3));
+        c.dir_changed(DIR, None).unwrap();
+    });
+    assert_eq!(cache.resolve(&*fs, DIR, b"x"), Ok(Resolved::Negative)); // true when answered
+    assert_eq!(lookup(&cache, DIR, "x"), "miss", "filed under the generation before the call");
+    assert_eq!(cache.resolve(&*fs, DIR, b"x"), Ok(Resolved::Found(file(3))));
+
+    // The same for a refresh: the filesystem confirms a negative, then it changes.
+    cache.add_negative(DIR, b"y").unwrap();
+    cache.dir_changed(DIR, None).unwrap();
+    let (c, f) = (cache.clone(), fs.clone());
+    fs.during(move || {
+        f.create(DIR, "y", file(4));
+        c.dir_changed(DIR, None).unwrap();
+    });
+    assert_eq!(cache.resolve(&*fs, DIR, b"y"), Ok(Resolved::Negative));
+    assert_eq!(lookup(&cache, DIR, "y"), "miss", "refreshed under the generation before");
+    assert_eq!(cache.resolve(&*fs, DIR, b"y"), Ok(Resolved::Found(file(4))));
+}
+
+#[test]
+fn a_reported_verifier_changes_things_only_when_it_moves() {
+    let cache = Dcache::new(Config::for_entries(64));
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.dir_changed(DIR, Some(10)).unwrap();
+    cache.add_negative(DIR, b"x").unwrap();
+    for _ in 0..3 {
+        cache.dir_changed(DIR, Some(10)).unwrap();
+        assert_eq!(lookup(&cache, DIR, "x"), "negative");
+    }
+    cache.dir_changed(DIR, Some(11)).unwrap();
+    assert_eq!(lookup(&cache, DIR, "x"), "miss");
+    // Positives are governed by their timeouts (or invalidate), not by the verifier.
+    cache.add(DIR, b"f", file(3)).unwrap();
+    cache.dir_changed(DIR, None).unwrap();
+    assert_eq!(lookup(&cache, DIR, "f"), "hit");
+    assert_eq!(cache.dir_changed(3, None), Err(udcache::Error::NotDirectory(3)));
+    assert_eq!(cache.dir_changed(99, None), Err(udcache::Error::UnknownInode(99)));
+}
+
+#[test]
+fn expired_dentries_are_revalidated_and_refreshed() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = timed(&clock);
+    let fs = Fs::new();
+    fs.create(DIR, "f", file(3));
+    assert_eq!(resolve_path(&cache, &fs, None, "d/f").0, "found 3");
+    assert_eq!(resolve_path(&cache, &fs, None, "d/nope").0, "negative");
+    assert_eq!(fs.lookups.load(Ordering::Relaxed), 3);
+    clock.advance(SECOND / 2);
+    assert_eq!(resolve_path(&cache, &fs, None, "d/f"), ("found 3".into(), 1), "still fresh");
+    clock.advance(SECOND);
+    assert_eq!(lookup(&cache, DIR, "f"), "miss");
+    assert_eq!(lookup(&cache, DIR, "nope"), "miss");
+    // d, then f: each expired, each refreshed by the blocking path without a new lookup.
+    assert_eq!(resolve_path(&cache, &fs, None, "d/f"), ("found 3".into(), 3));
+    assert_eq!(resolve_path(&cache, &fs, None, "d/nope"), ("negative".into(), 2));
+    assert_eq!(fs.lookups.load(Ordering::Relaxed), 3);
+    assert_eq!(fs.revalidations[1].load(Ordering::Relaxed), 3);
+    let s = cache.stats();
+    assert_eq!((s.fallback_needs_block, s.fallback_expired, s.revalidations), (3, 0, 6));
+    // A plain walk cannot ask: an expired dentry is a miss, counted as expired.
+    clock.advance(2 * SECOND);
+    assert!(matches!(cache.walk(&epoch::pin(), ROOT_INO, "d"), Ok(Walk::Miss { .. })));
+    assert_eq!(cache.stats().fallback_expired, 1);
+}
+
+#[test]
+fn a_lockless_valid_answer_keeps_the_walk_lockless() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = timed(&clock);
+    let fs = Fs::new();
+    *fs.lockless.lock().unwrap() = Lockless::Truth(10 * SECOND);
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.add_negative(DIR, b"x").unwrap();
+    clock.advance(2 * SECOND);
+    cache.dir_changed(DIR, None).unwrap();
+    assert_eq!(resolve_path(&cache, &fs, None, "d/x"), ("negative".into(), 1));
+    assert_eq!(fs.revalidations[0].load(Ordering::Relaxed), 2, "d expired, x's dir changed");
+    assert_eq!(cache.stats().reval_fallbacks(), 0);
+    // Refreshed for the filesystem's 10 s, and with the new generation.
+    clock.advance(5 * SECOND);
+    assert_eq!(resolve_path(&cache, &fs, None, "d/x"), ("negative".into(), 1));
+    assert_eq!(fs.revalidations[0].load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn a_lockless_invalid_answer_drops_the_dentry_without_asking_again() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let fs = Fs::new();
+    *fs.lockless.lock().unwrap() = Lockless::Truth(SECOND);
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.add_negative(DIR, b"x").unwrap();
+    fs.create(DIR, "x", file(3));
+    cache.dir_changed(DIR, None).unwrap();
+    let guard = epoch::pin();
+    let b = match cache.walk_as(&guard, &fs, None, ROOT_INO, "d/x").unwrap() {
+        Checked::Blocked(b) => b,
+        other => panic!("{other:?}"),
+    };
+    drop(guard);
+    assert!(matches!(b, Blocked::Revalidate { invalid: true, reason: Reason::Verifier, .. }));
+    cache.unblock(&fs, None, &b).unwrap();
+    assert_eq!(lookup(&cache, DIR, "x"), "miss");
+    let asked = fs.revalidations.each_ref().map(|a| a.load(Ordering::Relaxed));
+    assert_eq!(asked, [1, 0], "asked once, without blocking");
+    assert_eq!(cache.stats().fallback_verifier, 1);
+}
+
+#[test]
+fn concurrent_revalidations_of_one_name_are_one_call() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = timed(&clock);
+    let fs = Fs { slow: Duration::from_millis(50), ..Fs::new() };
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    clock.advance(2 * SECOND);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| assert_eq!(resolve_path(&cache, &fs, None, "d").0, "found 2"));
+        }
+    });
+    assert_eq!(fs.revalidations[1].load(Ordering::Relaxed), 1);
+    assert_eq!(fs.lookups.load(Ordering::Relaxed), 0);
+    assert!(cache.stats().coalesced_misses >= 1);
+}
+
+#[test]
+fn entry_timeouts_can_be_set_per_dentry() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = timed(&clock);
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.set_entry_timeout(ROOT_INO, b"d", 10 * SECOND).unwrap();
+    clock.advance(5 * SECOND);
+    assert_eq!(lookup(&cache, ROOT_INO, "d"), "hit");
+    cache.set_entry_timeout(ROOT_INO, b"d", Duration::ZERO).unwrap();
+    assert_eq!(lookup(&cache, ROOT_INO, "d"), "miss");
+    cache.set_entry_timeout(ROOT_INO, b"d", Duration::MAX).unwrap();
+    clock.advance(1000 * SECOND);
+    assert_eq!(lookup(&cache, ROOT_INO, "d"), "hit");
+    assert_eq!(
+        cache.set_entry_timeout(ROOT_INO, b"e", SECOND),
+        Err(udcache::Error::NotFound),
+        "nothing to time"
+    );
+    assert!(cache.set_entry_timeout(ROOT_INO, b"a/b", SECOND).is_err());
+}
+
+#[test]
+fn walks_check_search_access_on_every_directory() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let fs = Fs::new();
+    fs.create(DIR, "f", file(3));
+    let (alice, bob) = (Cred::new(1000, 1000, &[]), Cred::new(1001, 1001, &[]));
+    fs.rights.lock().unwrap().insert((DIR, 1001), Mask::READ); // bob may not search d
+    assert_eq!(resolve_path(&cache, &fs, Some(&alice), "d/f").0, "found 3");
+    assert_eq!(resolve_path(&cache, &fs, Some(&bob), "d/f").0, format!("denied {DIR}"));
+    assert_eq!(fs.access_calls.load(Ordering::Relaxed), 4, "root and d, for each");
+    // Cached: no more calls, and bob's results are the most recent now.
+    assert_eq!(resolve_path(&cache, &fs, Some(&bob), "d/f"), (format!("denied {DIR}"), 1));
+    let s = cache.stats();
+    assert!(s.access_hits >= 2 && s.fallback_access == 4, "{s}");
+    // Alice's results are no longer the most recent: the lockless check leaves them to the
+    // locked lookup, which answers without asking the filesystem and makes them recent.
+    let guard = epoch::pin();
+    assert_eq!(cache.may_access(&guard, DIR, &alice, Mask::EXEC), None);
+    drop(guard);
+    assert_eq!(resolve_path(&cache, &fs, Some(&alice), "d/f").0, "found 3");
+    assert_eq!(fs.access_calls.load(Ordering::Relaxed), 4);
+    let guard = epoch::pin();
+    assert_eq!(cache.may_access(&guard, DIR, &alice, Mask::EXEC), Some(true));
+    assert_eq!(cache.may_access(&guard, 99, &alice, Mask::EXEC), None);
+    drop(guard);
+    assert_eq!(cache.access(&fs, 99, &alice, Mask::EXEC), Err(udcache::Error::UnknownInode(99)));
+}
+
+#[test]
+fn a_revoked_access_result_is_never_used_after_the_change() {
+    let cache = Arc::new(Dcache::new(Config::for_entries(64)));
+    let fs = Arc::new(Fs::new());
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    let me = Cred::new(1000, 1000, &[10]);
+    assert_eq!(cache.access(&*fs, DIR, &me, Mask::EXEC), Ok(true));
+    // A mode change through setattr revokes; so does an ACL change.
+    fs.rights.lock().unwrap().insert((DIR, 1000), Mask::READ);
+    let attr = udcache::Attr { mode: 0o40744, ..udcache::Attr::default() };
+    let later = std::time::Instant::now() + Duration::from_secs(60);
+    cache.setattr(DIR, &attr, later).unwrap();
+    assert_eq!(cache.may_access(&epoch::pin(), DIR, &me, Mask::EXEC), None);
+    assert_eq!(cache.access(&*fs, DIR, &me, Mask::EXEC), Ok(false));
+    fs.rights.lock().unwrap().insert((DIR, 1000), Mask::ALL);
+    cache.setattr(DIR, &udcache::Attr { size: 1, ..attr }, later).unwrap(); // size only
+    assert_eq!(cache.may_access(&epoch::pin(), DIR, &me, Mask::EXEC), Some(false));
+    cache.acl_changed(DIR).unwrap();
+    assert_eq!(cache.access(&*fs, DIR, &me, Mask::EXEC), Ok(true));
+    assert_eq!(fs.access_calls.load(Ordering::Relaxed), 3);
+    // A grant given before a revocation that lands during the call is answered, not kept.
+    let (c, f) = (cache.clone(), fs.clone());
+    fs.during(move || {
+        f.rights.lock().unwrap().insert((DIR, 1000), Mask::NONE);
+        c.acl_changed(DIR).unwrap();
+    });
+    cache.acl_changed(DIR).unwrap();
+    assert_eq!(cache.access(&*fs, DIR, &me, Mask::EXEC), Ok(true)); // true when answered
+    assert_eq!(cache.may_access(&epoch::pin(), DIR, &me, Mask::EXEC), None);
+    assert_eq!(cache.access(&*fs, DIR, &me, Mask::EXEC), Ok(false));
+    assert_eq!(cache.acl_changed(99), Err(udcache::Error::UnknownInode(99)));
+}
+
+#[test]
+fn access_results_expire() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = timed(&clock);
+    let fs = Fs::new();
+    let me = Cred::new(0, 0, &[]);
+    assert_eq!(cache.access(&fs, ROOT_INO, &me, Mask::READ), Ok(true));
+    assert_eq!(cache.may_access(&epoch::pin(), ROOT_INO, &me, Mask::READ), Some(true));
+    clock.advance(2 * SECOND);
+    assert_eq!(cache.may_access(&epoch::pin(), ROOT_INO, &me, Mask::READ), None);
+    assert_eq!(cache.access(&fs, ROOT_INO, &me, Mask::READ), Ok(true));
+    assert_eq!(fs.access_calls.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn stats_print_the_new_counters() {
+    let text = Dcache::new(Config::for_entries(16)).stats().to_string();
+    for f in ["revalidations", "fallback_expired", "fallback_verifier", "fallback_access"] {
+        assert!(text.contains(f), "{text}");
+    }
+    assert!(text.contains("fallback_needs_block") && text.contains("access_hits"), "{text}");
+}
