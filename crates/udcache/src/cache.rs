@@ -35,7 +35,7 @@
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use udcache_readdir::ReaddirCache;
 
@@ -281,10 +281,22 @@ impl Dcache {
         }
     }
 
-    /// The validity of a dentry filled now in `parent` whose generation was `generation` before the
-    /// filesystem was asked (or now, for what the filesystem asserts by itself).
-    pub(crate) fn validity(&self, negative: bool, generation: u32) -> Validity {
-        Validity::new(self.ticks.expiry(self.timeouts.of(negative)), generation)
+    /// The validity word of a dentry of `parent` written now (under the name's stripe lock),
+    /// trusted for `ttl`. `asked`: the parent's generation read before the filesystem gave the
+    /// answer being filed (`None`: what the cache or the filesystem asserts now). An answer
+    /// that raced a change of the directory — its generation moved since — is filed expired,
+    /// so its next use revalidates it: this closes the race of a lookup answered before an
+    /// [`invalidate`](Dcache::invalidate) and filed after it.
+    pub(crate) fn word(&self, parent: u64, ttl: Duration, asked: Option<u32>) -> Validity {
+        let now = self.dir_gen_now(parent);
+        let generation = asked.unwrap_or(now);
+        let expiry = if generation == now { self.ticks.expiry(ttl) } else { 0 };
+        Validity::new(expiry, generation)
+    }
+
+    /// [`Dcache::word`] with the configured timeout of a dentry of this polarity.
+    pub(crate) fn validity(&self, parent: u64, negative: bool, asked: Option<u32>) -> Validity {
+        self.word(parent, self.timeouts.of(negative), asked)
     }
 
     /// The current generation of directory `parent` (0 if it is not cached).
@@ -362,17 +374,17 @@ impl Dcache {
     /// name for a directory, or any name for the root.
     pub fn add(&self, parent: u64, name: &[u8], spec: InodeSpec) -> Result<(), Error> {
         validate_name(name)?;
-        self.file_positive(parent, name, spec, self.dir_gen_now(parent), true)
+        self.file_positive(parent, name, spec, None, true)
     }
 
-    /// `add` of a validated name for an answer given under generation `generation`, counting a
-    /// lookup if `count`.
+    /// `add` of a validated name for an answer given under generation `asked` (see
+    /// [`Dcache::word`]), counting a lookup if `count`.
     pub(crate) fn file_positive(
         &self,
         parent: u64,
         name: &[u8],
         spec: InodeSpec,
-        generation: u32,
+        asked: Option<u32>,
         count: bool,
     ) -> Result<(), Error> {
         if spec.ino == ROOT_INO {
@@ -391,7 +403,7 @@ impl Dcache {
         };
         let names = self.lock_names((parent, name), None);
         let guard = epoch::pin();
-        let valid = self.validity(false, generation);
+        let valid = self.validity(parent, false, asked);
         let (dentry, _) = self.put((parent, name), &inode, valid, &guard, &names, false)?;
         self.name_linked((parent, name), &inode, &names);
         drop(dentry);
@@ -454,22 +466,22 @@ impl Dcache {
     /// Errors: a bad name; the name positive ([`Error::Exists`]).
     pub fn add_negative(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
         validate_name(name)?;
-        self.file_negative(parent, name, self.dir_gen_now(parent))
+        self.file_negative(parent, name, None)
     }
 
-    /// `add_negative` of a validated name for an answer given under generation `generation`.
+    /// `add_negative` of a validated name for an answer given under generation `asked`.
     pub(crate) fn file_negative(
         &self,
         parent: u64,
         name: &[u8],
-        generation: u32,
+        asked: Option<u32>,
     ) -> Result<(), Error> {
         let names = self.lock_names((parent, name), None);
         let parent_inode = self.inode_arc(parent);
         if let Some(dir) = parent_inode.as_deref().and_then(Inode::dir) {
             dir.note_negative();
         }
-        let valid = self.validity(true, generation);
+        let valid = self.validity(parent, true, asked);
         match self.names.insert(parent, name, true, Slot::negative(valid)) {
             Ok(_) => Ok(()),
             Err(found) if found.is_negative() => {
@@ -520,7 +532,7 @@ impl Dcache {
     ) -> Arc<Inode> {
         // What is left is true now: a fresh negative (a dropped entry is never read again).
         let valid = match policy {
-            UnlinkPolicy::Negative => self.validity(true, self.dir_gen_now(dentry.parent())),
+            UnlinkPolicy::Negative => self.validity(dentry.parent(), true, None),
             UnlinkPolicy::Drop => Validity::new(0, 0),
         };
         let inode = dentry.value().take(valid, guard, names).expect("detach of a negative dentry");

@@ -242,11 +242,12 @@ impl Dcache {
         Events::bump(&self.events.backend_lookups);
         match fs.lookup(parent, name) {
             Err(errno) => Err(Error::Backend(errno)),
-            Ok(None) => {
-                self.file_negative(parent, name, generation).map(|()| Some(Resolved::Negative))
-            }
+            Ok(None) => self
+                .file_negative(parent, name, Some(generation))
+                .map(|()| Some(Resolved::Negative)),
             // Filed, or filed by a racing `add` meanwhile.
-            Ok(Some(spec)) => match self.file_positive(parent, name, spec, generation, false) {
+            Ok(Some(spec)) => match self.file_positive(parent, name, spec, Some(generation), false)
+            {
                 Ok(()) | Err(Error::Exists) => Ok(Some(Resolved::Found(spec))),
                 Err(e) => Err(e),
             },

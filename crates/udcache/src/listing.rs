@@ -99,7 +99,8 @@ impl Dcache {
     /// verifier unknown) bumps the directory's generation — negative dentries filled before
     /// are no longer trusted from then on (see [`crate::reval`]) — and marks its listing's
     /// pages stale. Both are lazy: nothing is walked or freed here. Positive dentries are
-    /// untouched (their timeouts, or [`Dcache::invalidate`], govern them).
+    /// untouched (their timeouts govern them): for a name that went away or changed, call
+    /// [`Dcache::invalidate`] after this (see [`crate::reval`]).
     ///
     /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`].
     ///

@@ -201,7 +201,7 @@ impl crate::Dcache {
         let inode = self.detach(&source, guard, names, self.unlink_policy());
         drop(source);
         self.name_unlinked(from, &inode, names);
-        let valid = self.validity(false, self.dir_gen_now(to.0));
+        let valid = self.validity(to.0, false, None);
         let (target, replaced) =
             self.put(to, &inode, valid, guard, names, true).expect("replace never refuses");
         if let Some(replaced) = replaced {
@@ -223,8 +223,8 @@ impl crate::Dcache {
         let ib = db.value().load_arc(names).expect("positive, checked");
         self.name_unlinked(a, &ia, names);
         self.name_unlinked(b, &ib, names);
-        da.value().put(ib.clone(), self.validity(false, self.dir_gen_now(a.0)), guard, names);
-        db.value().put(ia.clone(), self.validity(false, self.dir_gen_now(b.0)), guard, names);
+        da.value().put(ib.clone(), self.validity(a.0, false, None), guard, names);
+        db.value().put(ia.clone(), self.validity(b.0, false, None), guard, names);
         self.name_linked(a, &ib, names);
         self.name_linked(b, &ia, names);
         for (inode, parent) in [(&ia, b.0), (&ib, a.0)] {

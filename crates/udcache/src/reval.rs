@@ -25,8 +25,10 @@
 //!   [`crate::fetch`]). The walk is then done again.
 //! - **What a caller may rely on**: a walk never returns a dentry that was not fresh or
 //!   revalidated during the walk; a negative filled before a directory change returned (with
-//!   the change's generation bump) is never trusted after it; an access result filled before
-//!   an attribute change or [`Dcache::acl_changed`] returned is never used after it.
+//!   the change's generation bump) is never trusted after it; a positive answered before a
+//!   change announced as `dir_changed` then `invalidate` is never trusted after both returned;
+//!   an access result filled before an attribute change or [`Dcache::acl_changed`] returned is
+//!   never used after it.
 
 use std::time::Duration;
 
@@ -383,7 +385,7 @@ impl Dcache {
             return; // changed meanwhile: the changer's word stands
         }
         let ttl = ttl.unwrap_or(self.timeouts.of(inode.is_null()));
-        slot.set_validity(Validity::new(self.ticks.expiry(ttl), generation), names);
+        slot.set_validity(self.word(entry.parent(), ttl, Some(generation)), names);
     }
 
     /// The blocking revalidation of `(parent, name)` whose parent was at generation `generation`

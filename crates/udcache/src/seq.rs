@@ -96,6 +96,7 @@ mod tests {
     #[test]
     fn try_read_returns_whole_snapshots_or_nothing() {
         let c = SeqWords::<3>::new();
+        c.write([0, !0, 0]);
         let stop = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {

@@ -230,12 +230,19 @@ impl Dcache {
     /// ```
     pub fn invalidate(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
         validate_name(name)?;
-        let dir = {
+        let dir = loop {
             let guard = epoch::pin();
             match self.step(&guard, parent, name) {
-                Lookup::Miss => return Err(Error::NotFound),
-                Lookup::Negative => None,
-                Lookup::Hit(i) => (i.kind() == FileType::Directory).then(|| i.ino()),
+                Lookup::Negative => break None,
+                Lookup::Hit(i) => break (i.kind() == FileType::Directory).then(|| i.ino()),
+                Lookup::Miss => {}
+            }
+            // Decided under the name lock: a fill racing this call is then either seen here
+            // or files after it, and sees the generation bump that announced the change (see
+            // `crate::reval`). Filled just now: look again.
+            let _names = self.lock_names((parent, name), None);
+            if self.dentry(parent, name).is_none() {
+                return Err(Error::NotFound);
             }
         };
         let _section = dir.is_some().then(|| self.write_section());

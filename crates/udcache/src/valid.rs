@@ -17,8 +17,15 @@
 //!   with loads and compares only.
 //! - **Writers** of a validity word hold the name's stripe lock (the `NameLock` proof), like
 //!   writers of the inode pointer: fills, instantiation, unlink, rename, refreshes after a
-//!   revalidation. A refresh stores the parent's generation as read *before* the filesystem was
-//!   asked, so an answer given before a directory change is never trusted after it.
+//!   revalidation. A fill or refresh stores the parent's generation as read *before* the
+//!   filesystem was asked, so a negative answered before a directory change is never trusted
+//!   after it; and if that generation has moved by the time it is filed, the word is filed
+//!   expired, so a positive answered before the change is not trusted either (its next use
+//!   revalidates it).
+//! - **Announcing a change behind the cache**: [`Dcache::dir_changed`](crate::Dcache::dir_changed)
+//!   for the directory, then, for a name that went away or now leads elsewhere,
+//!   [`Dcache::invalidate`](crate::Dcache::invalidate) of it. The bump comes first so that a
+//!   lookup answered before the change and filed after the invalidation arrives expired.
 //! - What a reader may observe: the word and the pointer are two atomics, so a reader racing a
 //!   writer may pair the old pointer with the new word or the reverse. Both states are true at
 //!   some instant of the write (the writer is the cache itself, acting on a change it was told

@@ -3,11 +3,14 @@
 //! filesystem call), lockless revalidation answers, the blocking path, coalescing, and access
 //! results with their revocation.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::End;
 use udcache::clock::ManualClock;
 use udcache::{
     Blocked, Cached, Checked, Config, Cred, Dcache, FileType, Filesystem, InodeSpec, Lookup, Mask,
@@ -124,30 +127,10 @@ fn lookup(cache: &Dcache, parent: u64, name: &str) -> &'static str {
     }
 }
 
-/// Resolves `path` the way a FUSE server would: lockless walks, the blocking path for what
-/// they leave, `resolve` for misses. Returns the walk's end and how many walks it took.
-fn resolve_path(cache: &Dcache, fs: &Fs, cred: Option<&Cred>, path: &str) -> (String, usize) {
-    for attempt in 1..=20 {
-        let guard = epoch::pin();
-        let step = cache.walk_as(&guard, fs, cred, ROOT_INO, path).unwrap();
-        let next = match step {
-            Checked::Done(Walk::Found(i)) => return (format!("found {}", i.ino()), attempt),
-            Checked::Done(Walk::Negative { .. }) => return ("negative".into(), attempt),
-            Checked::Denied { dir, .. } => return (format!("denied {dir}"), attempt),
-            Checked::Done(Walk::Miss { parent, at }) => {
-                let name = path[at..].split('/').next().unwrap().to_owned();
-                Err((parent, name))
-            }
-            Checked::Blocked(b) => Ok(b),
-            Checked::Done(other) => panic!("{other:?}"),
-        };
-        drop(guard);
-        match next {
-            Ok(b) => cache.unblock(fs, cred, &b).unwrap(),
-            Err((parent, name)) => drop(cache.resolve(fs, parent, name.as_bytes()).unwrap()),
-        }
-    }
-    panic!("{path}: no progress in 20 walks");
+fn resolve_path(cache: &Dcache, fs: &Fs, cred: Option<&Cred>, path: &str) -> (End, usize) {
+    let (end, walks) = common::resolve_path(cache, fs, cred, path, 20);
+    assert_ne!(end, End::GaveUp, "{path}: no progress in 20 walks");
+    (end, walks)
 }
 
 #[test]
@@ -205,6 +188,19 @@ fn an_answer_that_raced_a_dir_change_is_filed_stale() {
     assert_eq!(cache.resolve(&*fs, DIR, b"y"), Ok(Resolved::Negative));
     assert_eq!(lookup(&cache, DIR, "y"), "miss", "refreshed under the generation before");
     assert_eq!(cache.resolve(&*fs, DIR, b"y"), Ok(Resolved::Found(file(4))));
+
+    // A positive answered, then removed and announced (nothing cached to invalidate yet)
+    // before the answer is filed: filed expired, so its next use asks again.
+    fs.create(DIR, "z", file(5));
+    let (c, f) = (cache.clone(), fs.clone());
+    fs.during(move || {
+        f.names.lock().unwrap().remove(&(DIR, b"z".to_vec()));
+        c.dir_changed(DIR, None).unwrap();
+        assert_eq!(c.invalidate(DIR, b"z"), Err(udcache::Error::NotFound));
+    });
+    assert_eq!(cache.resolve(&*fs, DIR, b"z"), Ok(Resolved::Found(file(5))));
+    assert_eq!(lookup(&cache, DIR, "z"), "miss", "filed expired: the directory moved");
+    assert_eq!(cache.resolve(&*fs, DIR, b"z"), Ok(Resolved::Negative));
 }
 
 #[test]
@@ -233,17 +229,17 @@ fn expired_dentries_are_revalidated_and_refreshed() {
     let cache = timed(&clock);
     let fs = Fs::new();
     fs.create(DIR, "f", file(3));
-    assert_eq!(resolve_path(&cache, &fs, None, "d/f").0, "found 3");
-    assert_eq!(resolve_path(&cache, &fs, None, "d/nope").0, "negative");
+    assert_eq!(resolve_path(&cache, &fs, None, "d/f").0, End::Found(3));
+    assert_eq!(resolve_path(&cache, &fs, None, "d/nope").0, End::Negative);
     assert_eq!(fs.lookups.load(Ordering::Relaxed), 3);
     clock.advance(SECOND / 2);
-    assert_eq!(resolve_path(&cache, &fs, None, "d/f"), ("found 3".into(), 1), "still fresh");
+    assert_eq!(resolve_path(&cache, &fs, None, "d/f"), (End::Found(3), 1), "still fresh");
     clock.advance(SECOND);
     assert_eq!(lookup(&cache, DIR, "f"), "miss");
     assert_eq!(lookup(&cache, DIR, "nope"), "miss");
     // d, then f: each expired, each refreshed by the blocking path without a new lookup.
-    assert_eq!(resolve_path(&cache, &fs, None, "d/f"), ("found 3".into(), 3));
-    assert_eq!(resolve_path(&cache, &fs, None, "d/nope"), ("negative".into(), 2));
+    assert_eq!(resolve_path(&cache, &fs, None, "d/f"), (End::Found(3), 3));
+    assert_eq!(resolve_path(&cache, &fs, None, "d/nope"), (End::Negative, 2));
     assert_eq!(fs.lookups.load(Ordering::Relaxed), 3);
     assert_eq!(fs.revalidations[1].load(Ordering::Relaxed), 3);
     let s = cache.stats();
@@ -264,12 +260,12 @@ fn a_lockless_valid_answer_keeps_the_walk_lockless() {
     cache.add_negative(DIR, b"x").unwrap();
     clock.advance(2 * SECOND);
     cache.dir_changed(DIR, None).unwrap();
-    assert_eq!(resolve_path(&cache, &fs, None, "d/x"), ("negative".into(), 1));
+    assert_eq!(resolve_path(&cache, &fs, None, "d/x"), (End::Negative, 1));
     assert_eq!(fs.revalidations[0].load(Ordering::Relaxed), 2, "d expired, x's dir changed");
     assert_eq!(cache.stats().reval_fallbacks(), 0);
     // Refreshed for the filesystem's 10 s, and with the new generation.
     clock.advance(5 * SECOND);
-    assert_eq!(resolve_path(&cache, &fs, None, "d/x"), ("negative".into(), 1));
+    assert_eq!(resolve_path(&cache, &fs, None, "d/x"), (End::Negative, 1));
     assert_eq!(fs.revalidations[0].load(Ordering::Relaxed), 2);
 }
 
@@ -305,7 +301,7 @@ fn concurrent_revalidations_of_one_name_are_one_call() {
     clock.advance(2 * SECOND);
     std::thread::scope(|s| {
         for _ in 0..4 {
-            s.spawn(|| assert_eq!(resolve_path(&cache, &fs, None, "d").0, "found 2"));
+            s.spawn(|| assert_eq!(resolve_path(&cache, &fs, None, "d").0, End::Found(2)));
         }
     });
     assert_eq!(fs.revalidations[1].load(Ordering::Relaxed), 1);
@@ -341,11 +337,11 @@ fn walks_check_search_access_on_every_directory() {
     fs.create(DIR, "f", file(3));
     let (alice, bob) = (Cred::new(1000, 1000, &[]), Cred::new(1001, 1001, &[]));
     fs.rights.lock().unwrap().insert((DIR, 1001), Mask::READ); // bob may not search d
-    assert_eq!(resolve_path(&cache, &fs, Some(&alice), "d/f").0, "found 3");
-    assert_eq!(resolve_path(&cache, &fs, Some(&bob), "d/f").0, format!("denied {DIR}"));
+    assert_eq!(resolve_path(&cache, &fs, Some(&alice), "d/f").0, End::Found(3));
+    assert_eq!(resolve_path(&cache, &fs, Some(&bob), "d/f").0, End::Denied(DIR));
     assert_eq!(fs.access_calls.load(Ordering::Relaxed), 4, "root and d, for each");
     // Cached: no more calls, and bob's results are the most recent now.
-    assert_eq!(resolve_path(&cache, &fs, Some(&bob), "d/f"), (format!("denied {DIR}"), 1));
+    assert_eq!(resolve_path(&cache, &fs, Some(&bob), "d/f"), (End::Denied(DIR), 1));
     let s = cache.stats();
     assert!(s.access_hits >= 2 && s.fallback_access == 4, "{s}");
     // Alice's results are no longer the most recent: the lockless check leaves them to the
@@ -353,7 +349,7 @@ fn walks_check_search_access_on_every_directory() {
     let guard = epoch::pin();
     assert_eq!(cache.may_access(&guard, DIR, &alice, Mask::EXEC), None);
     drop(guard);
-    assert_eq!(resolve_path(&cache, &fs, Some(&alice), "d/f").0, "found 3");
+    assert_eq!(resolve_path(&cache, &fs, Some(&alice), "d/f").0, End::Found(3));
     assert_eq!(fs.access_calls.load(Ordering::Relaxed), 4);
     let guard = epoch::pin();
     assert_eq!(cache.may_access(&guard, DIR, &alice, Mask::EXEC), Some(true));
