@@ -110,6 +110,7 @@ pub mod fetch;
 mod inode;
 pub mod listing;
 mod name;
+mod recycle;
 pub mod rename;
 mod stats;
 mod sync;
