@@ -1,0 +1,199 @@
+//! Reading names: `udc_lookup` (lockless, cache only), `udc_resolve` (the FUSE lookup: cache,
+//! else the filesystem's callback) and `udc_walk` (a whole path, lockless).
+
+use std::ffi::{c_char, c_int};
+
+use dcache::{Error, Lookup, Resolved, Walk, epoch};
+
+use crate::args::{self, check_size, versioned};
+use crate::errors::{CResult, fail, ffi_call};
+use crate::handle::{self, udc_cache};
+use crate::types::udc_entry;
+
+/// `udc_lookup`, `udc_resolve`: nothing is cached under the name; ask the filesystem.
+pub const UDC_MISS: c_int = 0;
+/// `udc_lookup`, `udc_resolve`: the name exists; `*out` is filled.
+pub const UDC_POSITIVE: c_int = 1;
+/// `udc_lookup`, `udc_resolve`: the name is known not to exist (a negative entry).
+pub const UDC_NEGATIVE: c_int = 2;
+
+/// `udc_walk_result.kind`: the component at `offset` is not cached in directory `parent`;
+/// resolve it (`udc_resolve`) and walk again.
+pub const UDC_WALK_MISS: u32 = 0;
+/// `udc_walk_result.kind`: every component resolved; `entry` is what the path names.
+pub const UDC_WALK_FOUND: u32 = 1;
+/// `udc_walk_result.kind`: the component at `offset` is known not to exist.
+pub const UDC_WALK_NEGATIVE: u32 = 2;
+/// `udc_walk_result.kind`: `entry` is a symlink met before the last component; the rest of the
+/// path starts at `offset`. Read the link and walk again (the cache holds no link targets).
+pub const UDC_WALK_SYMLINK: u32 = 3;
+/// `udc_walk_result.kind`: `entry` is not a directory but the component at `offset` needed
+/// one.
+pub const UDC_WALK_NOTDIR: u32 = 4;
+
+/// How a `udc_walk` ended. Set `size` before the call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct udc_walk_result {
+    /// `sizeof(struct udc_walk_result)`.
+    pub size: usize,
+    /// `UDC_WALK_FOUND`, `_NEGATIVE`, `_MISS`, `_SYMLINK` or `_NOTDIR`.
+    pub kind: u32,
+    /// FOUND, SYMLINK, NOTDIR: the inode.
+    pub entry: udc_entry,
+    /// MISS: the directory to look the component up in.
+    pub parent: u64,
+    /// NEGATIVE, MISS, NOTDIR: where the component starts in the path (bytes); SYMLINK:
+    /// where the rest of the path starts.
+    pub offset: usize,
+}
+versioned!(udc_walk_result);
+
+/// Looks `name` up in directory `parent` in the cache only: lockless (a hit writes nothing
+/// shared but one bit, once), never calls the filesystem, counts no lookup.
+///
+/// Returns `UDC_POSITIVE` (and fills `*out`), `UDC_NEGATIVE`, `UDC_MISS`, or `-EINVAL` (NULL
+/// `cache` or `out`; a bad name), `-ENAMETOOLONG`, `-ESTALE` (`parent` not cached),
+/// `-ENOTDIR`, `-EBADF` (not a live handle).
+///
+/// # Safety
+///
+/// `cache` must be a live handle; `name` must point to `len` readable bytes; `out` must be NULL
+/// or point to a writable `udc_entry`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udc_lookup(
+    cache: *mut udc_cache,
+    parent: u64,
+    name: *const c_char,
+    len: usize,
+    out: *mut udc_entry,
+) -> c_int {
+    ffi_call(|| -> CResult {
+        // SAFETY: a live handle (the caller's contract), checked.
+        let cache = unsafe { handle::get(cache) }?;
+        // SAFETY: `len` readable bytes at `name` (the caller's contract), checked.
+        let name = unsafe { args::name(name, len) }?;
+        // SAFETY: NULL or a writable udc_entry (the caller's contract).
+        let out = unsafe { args::output(out) }?;
+        cache.check_dir(parent)?;
+        let guard = epoch::pin();
+        match cache.dcache.lookup(&guard, parent, name).map_err(fail)? {
+            Lookup::Hit(inode) => {
+                *out = udc_entry::of_inode(inode);
+                Ok(UDC_POSITIVE)
+            }
+            Lookup::Negative => Ok(UDC_NEGATIVE),
+            Lookup::Miss => Ok(UDC_MISS),
+        }
+    })
+}
+
+/// The FUSE lookup: the cached answer, else the lookup callback's (filed in the cache, a
+/// negative answer as a negative entry). Concurrent misses of one name make one callback call.
+/// Every `UDC_POSITIVE` counts one lookup of `out->ino` (balance it with `udc_forget`).
+///
+/// Returns `UDC_POSITIVE` (and fills `*out`), `UDC_NEGATIVE`, or `-errno`: the callback's own
+/// error (not cached), `-ENOSYS` on a miss without a lookup callback, `-EIO` for a callback
+/// that broke its contract, and the errors of `udc_lookup`. Never `UDC_MISS`.
+///
+/// # Safety
+///
+/// As `udc_lookup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udc_resolve(
+    cache: *mut udc_cache,
+    parent: u64,
+    name: *const c_char,
+    len: usize,
+    out: *mut udc_entry,
+) -> c_int {
+    ffi_call(|| -> CResult {
+        // SAFETY: a live handle (the caller's contract), checked.
+        let cache = unsafe { handle::get(cache) }?;
+        // SAFETY: `len` readable bytes at `name` (the caller's contract), checked.
+        let name = unsafe { args::name(name, len) }?;
+        // SAFETY: NULL or a writable udc_entry (the caller's contract).
+        let out = unsafe { args::output(out) }?;
+        cache.check_dir(parent)?;
+        let resolved = match cache.backend.get().filter(|b| b.has_lookup()) {
+            Some(fs) => cache.dcache.resolve(&**fs, parent, name).map_err(fail)?,
+            None => resolve_cached(cache, parent, name)?,
+        };
+        match resolved {
+            Resolved::Found(spec) => {
+                *out = udc_entry::of(spec);
+                Ok(UDC_POSITIVE)
+            }
+            Resolved::Negative => Ok(UDC_NEGATIVE),
+        }
+    })
+}
+
+/// `udc_resolve` without a lookup callback: the cached answer (counting a lookup), or
+/// `ENOSYS`.
+fn resolve_cached(cache: &udc_cache, parent: u64, name: &[u8]) -> Result<Resolved, c_int> {
+    loop {
+        let spec = {
+            let guard = epoch::pin();
+            match cache.dcache.lookup(&guard, parent, name).map_err(fail)? {
+                Lookup::Hit(inode) => inode.spec(),
+                Lookup::Negative => return Ok(Resolved::Negative),
+                Lookup::Miss => return Err(libc::ENOSYS),
+            }
+        };
+        match cache.dcache.count_lookup(spec.ino) {
+            Ok(()) => return Ok(Resolved::Found(spec)),
+            // Forgotten since the lookup: look again.
+            Err(Error::UnknownInode(_)) => continue,
+            Err(e) => return Err(fail(e)),
+        }
+    }
+}
+
+/// Resolves `path` (`len` bytes, not NUL-terminated) from directory `root`, one lockless
+/// lookup per component, validated as a whole against concurrent renames (a walk that
+/// overlaps one walks again under the rename lock). `.` stays, `..` climbs (from the root too:
+/// the root's parent is itself), empty components are skipped; symlinks are reported, not
+/// followed. Counts no lookup.
+///
+/// Returns `out->kind` (>= 0; see `UDC_WALK_*`), or `-EINVAL` (NULL `cache`, `out` or `path`
+/// with `len > 0`; a component with a NUL, or `out->size` too small), `-ENAMETOOLONG` (a
+/// component over 255 bytes), `-ESTALE` (`root` not cached), `-EBADF`.
+///
+/// # Safety
+///
+/// `cache` must be a live handle; `path` must point to `len` readable bytes; `out` must be NULL
+/// or point to a writable `udc_walk_result` whose `size` is set.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udc_walk(
+    cache: *mut udc_cache,
+    root: u64,
+    path: *const c_char,
+    len: usize,
+    out: *mut udc_walk_result,
+) -> c_int {
+    ffi_call(|| -> CResult {
+        // SAFETY: a live handle (the caller's contract), checked.
+        let cache = unsafe { handle::get(cache) }?;
+        // SAFETY: `len` readable bytes at `path` (the caller's contract), checked.
+        let path = unsafe { args::path(path, len) }?;
+        // SAFETY: NULL or a writable udc_walk_result (the caller's contract).
+        let out = unsafe { args::output(out) }?;
+        check_size(out)?;
+        let guard = epoch::pin();
+        let mut r = udc_walk_result { size: size_of::<udc_walk_result>(), ..Default::default() };
+        match cache.dcache.walk(&guard, root, path).map_err(fail)? {
+            Walk::Found(inode) => (r.kind, r.entry) = (UDC_WALK_FOUND, udc_entry::of_inode(inode)),
+            Walk::Negative { at } => (r.kind, r.offset) = (UDC_WALK_NEGATIVE, at),
+            Walk::Miss { parent, at } => (r.kind, r.parent, r.offset) = (UDC_WALK_MISS, parent, at),
+            Walk::Symlink { inode, rest } => {
+                (r.kind, r.entry, r.offset) = (UDC_WALK_SYMLINK, udc_entry::of_inode(inode), rest)
+            }
+            Walk::NotDir { inode, at } => {
+                (r.kind, r.entry, r.offset) = (UDC_WALK_NOTDIR, udc_entry::of_inode(inode), at)
+            }
+        }
+        *out = r;
+        Ok(r.kind as c_int)
+    })
+}
