@@ -244,7 +244,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         let entry = self.buckets[b].find_arc(&guard, |e| e.matches(key, parent, name))?;
         entry.touch();
         entry.try_hold()?;
-        let held = Held { entry, table: self, bucket: b, _not_send: PhantomData };
+        let held = Held::new(entry, self, b);
         // Removed between the walk and the hold: a miss (dropping `held` releases it).
         held.is_hashed().then_some(held)
     }
@@ -265,7 +265,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         // finish before it is released), so `try_hold` cannot fail here.
         if let Some(found) = self.buckets[b].find_arc(&guard, |e| e.matches(key, parent, name)) {
             found.try_hold().expect("no claimed entry on a chain under its lock");
-            return Err(Held { entry: found, table: self, bucket: b, _not_send: PhantomData });
+            return Err(Held::new(found, self, b));
         }
         let state = match negative {
             false => 0,
@@ -281,7 +281,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             self.counters.add(b, C::Negative, 1);
             trim::enforce_cap(self, &mut lock, &guard);
         }
-        Ok(Held { entry, table: self, bucket: b, _not_send: PhantomData })
+        Ok(Held::new(entry, self, b))
     }
 
     /// Evicts up to `n` unused entries, negatives first, oldest first, giving referenced ones a
@@ -292,6 +292,51 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             done += trim::shrink(self, n - done, false);
         }
         done
+    }
+
+    /// Evicts up to `n` unused *negative* entries, oldest first, second chances given as by
+    /// [`shrink`](Self::shrink); returns how many. For callers whose positive entries carry
+    /// bookkeeping of their own (see [`oldest_unused`](Self::oldest_unused)).
+    pub fn shrink_negative(&self, n: usize) -> usize {
+        trim::shrink(self, n, true)
+    }
+
+    /// Holds up to `n` of the least recently used unused entries of one kind (`negative`), for
+    /// a caller that must do its own bookkeeping before it removes them with
+    /// [`Held::remove`]; referenced ones get a second chance instead of being returned, as in
+    /// [`shrink`](Self::shrink). Entries not removed go back to the LRU when released. The
+    /// LRU is sharded: "least recently used" holds within a shard.
+    ///
+    /// ```
+    /// use udcache_neghash::{Config, NegHash};
+    /// let t = NegHash::new(Config::with_buckets(8));
+    /// drop(t.insert(1, b"f", false, 'f'));
+    /// drop(t.insert(1, b"miss", true, '-'));
+    /// let oldest = t.oldest_unused(5, false); // positives only
+    /// assert_eq!(oldest.len(), 1);
+    /// assert_eq!(oldest[0].name(), b"f");
+    /// assert!(oldest[0].remove());
+    /// drop(oldest);
+    /// assert_eq!((t.stats().entries, t.stats().negative), (1, 1));
+    /// ```
+    pub fn oldest_unused(&self, n: usize, negative: bool) -> Vec<Held<'_, V>> {
+        trim::oldest_unused(self, n, negative)
+    }
+
+    /// Evicts every unused negative entry whose parent id `doomed` accepts (counted as
+    /// shrink evictions); returns how many. A full scan of the table, one bucket lock at a
+    /// time: for rare events such as a directory leaving the cache with its remembered misses.
+    ///
+    /// ```
+    /// use udcache_neghash::{Config, NegHash};
+    /// let t = NegHash::<()>::new(Config::with_buckets(8));
+    /// drop(t.insert(1, b"gone", true, ()));
+    /// drop(t.insert(2, b"kept", true, ()));
+    /// assert_eq!(t.purge_negatives(&|parent| parent == 1), 1);
+    /// assert_eq!(t.stats().negative, 1);
+    /// ```
+    pub fn purge_negatives(&self, doomed: &dyn Fn(u64) -> bool) -> usize {
+        trim::purge_negatives(self, doomed)
     }
 
     /// A snapshot of the counters.
@@ -426,7 +471,12 @@ pub struct Held<'t, V: Send + Sync + 'static> {
     _not_send: PhantomData<*const ()>,
 }
 
-impl<V: Send + Sync + 'static> Held<'_, V> {
+impl<'t, V: Send + Sync + 'static> Held<'t, V> {
+    /// Wraps a hold already taken on `entry` (of bucket `bucket`).
+    pub(crate) fn new(entry: Arc<Entry<V>>, table: &'t NegHash<V>, bucket: usize) -> Self {
+        Held { entry, table, bucket, _not_send: PhantomData }
+    }
+
     /// Turns a negative entry positive (the name was created). Returns false if it already was.
     pub fn make_positive(&self) -> bool {
         self.flip(false)

@@ -61,7 +61,7 @@ use udcache_rculist::epoch::{self, Guard};
 
 use crate::entry::{Entry, NEGATIVE};
 use crate::stats::C;
-use crate::table::{BucketLock, NegHash, clear_referenced, mark_unhashed};
+use crate::table::{BucketLock, Held, NegHash, clear_referenced, mark_unhashed};
 
 /// Takes `entry` off its chain and its LRU, fixing the counters. The entry stays valid for
 /// readers and holders until they let go.
@@ -228,20 +228,83 @@ pub(crate) fn shrink<V: Send + Sync + 'static>(t: &NegHash<V>, n: usize, negativ
     evict_from_lru(t, n, negative, C::EvictShrink)
 }
 
-/// Where the next LRU scan starts, so repeated small shrinks visit every shard.
-static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
-
 fn evict_from_lru<V: Send + Sync + 'static>(
     t: &NegHash<V>,
     n: usize,
     negative: bool,
     why: C,
 ) -> usize {
+    scan_lru(t, n, negative, |lock, e, guard| {
+        let evicted = evict(t, lock, e, why);
+        if evicted {
+            retrim(t, lock, guard);
+        }
+        evicted
+    })
+}
+
+/// Holds up to `n` of the oldest unused entries of one kind, second chances given as by
+/// `shrink`, for a caller that does its own bookkeeping before removing them.
+pub(crate) fn oldest_unused<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    n: usize,
+    negative: bool,
+) -> Vec<Held<'_, V>> {
+    let mut held = Vec::new();
+    scan_lru(t, n, negative, |lock, e, _guard| {
+        // Popped off the LRU, so releasing the hold puts it back there.
+        let got = e.try_hold().is_some();
+        if got {
+            held.push(Held::new(e.clone(), t, lock.index()));
+        }
+        got
+    });
+    held
+}
+
+/// Evicts every settled negative whose parent `doomed` accepts, bucket by bucket.
+pub(crate) fn purge_negatives<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    doomed: &dyn Fn(u64) -> bool,
+) -> usize {
+    let mut evicted = 0;
+    for b in 0..t.buckets() {
+        let guard = epoch::pin();
+        let mut lock = t.lock_bucket(b);
+        let victims: Vec<_> = t
+            .chain(&lock)
+            .iter(&guard)
+            .filter(|e| settled_negative(e) && doomed(e.parent()))
+            .collect();
+        let before = evicted;
+        for e in victims {
+            evicted += usize::from(evict(t, &mut lock, e, C::EvictShrink));
+        }
+        if evicted > before {
+            retrim(t, &mut lock, &guard);
+        }
+    }
+    evicted
+}
+
+/// Where the next LRU scan starts, so repeated small shrinks visit every shard.
+static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+
+/// Pops the oldest entries of one kind off the LRU until `take` has accepted `n` of them (or
+/// about `2n` were looked at): a referenced entry gets its second chance instead (bit cleared,
+/// back to the LRU's tail); a held or removed one is skipped (its last release re-files it).
+/// `take` runs under the entry's bucket lock.
+fn scan_lru<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    n: usize,
+    negative: bool,
+    mut take: impl FnMut(&mut BucketLock<'_, V>, &Arc<Entry<V>>, &Guard) -> bool,
+) -> usize {
     let shards = t.lru().shards();
     // Relaxed: only spreads scans over shards.
     let mut shard = NEXT_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % shards;
-    let (mut evicted, mut scanned, mut empty) = (0, 0, 0);
-    while evicted < n && scanned < 2 * n + shards && empty < shards {
+    let (mut taken, mut scanned, mut empty) = (0, 0, 0);
+    while taken < n && scanned < 2 * n + shards && empty < shards {
         let Some(e) = t.lru().pop(shard, negative, t.counters()) else {
             empty += 1;
             shard = (shard + 1) % shards;
@@ -260,12 +323,11 @@ fn evict_from_lru<V: Send + Sync + 'static>(
             retrim(t, &mut lock, &guard);
             continue;
         }
-        if evict(t, &mut lock, &e, why) {
-            evicted += 1;
-            retrim(t, &mut lock, &guard);
+        if take(&mut lock, &e, &guard) {
+            taken += 1;
         }
         drop(guard);
         shard = (shard + 1) % shards;
     }
-    evicted
+    taken
 }

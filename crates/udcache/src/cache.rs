@@ -24,10 +24,16 @@
 //!   neghash insert (both `Release`); a slot's count on an inode and a removed entry are
 //!   released through the epoch, after every reader pinned at the time.
 //! - **Eviction**: neghash's rules evict settled *negative* dentries at any time (the bound on
-//!   negatives); positive dentries and inodes are evicted by nothing (no `shrink` yet).
+//!   negatives). Positive dentries leave only through this crate ([`Dcache::shrink`],
+//!   `invalidate`, `unlink`, `forget`), each under the name's stripe lock with the alias list
+//!   and the parent's children map kept in step (see [`crate::tree`]); inodes leave only by
+//!   `forget`.
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Instant;
+
+use udcache_readdir::ReaddirCache;
 
 use udcache_neghash::{Held, NegHash, epoch, epoch::Guard};
 
@@ -36,6 +42,7 @@ use crate::dentry::{NameLock, Slot};
 use crate::error::Error;
 use crate::fetch::Inflight;
 use crate::inode::{FileType, Inode, InodeSpec};
+use crate::listing;
 use crate::name::validate_name;
 use crate::rename::{RenameHold, RenameSeq};
 use crate::stats::{Events, Stats};
@@ -68,6 +75,8 @@ pub struct Config {
     names: udcache_neghash::Config,
     inodes: udcache_neghash::Config,
     unlink: UnlinkPolicy,
+    readdir_pages: NonZeroUsize,
+    page_entries: NonZeroUsize,
 }
 
 impl Config {
@@ -77,6 +86,8 @@ impl Config {
             names: udcache_neghash::Config::for_entries(entries),
             inodes: udcache_neghash::Config::for_entries(entries),
             unlink: UnlinkPolicy::Negative,
+            readdir_pages: NonZeroUsize::new(4096).expect("non-zero"),
+            page_entries: NonZeroUsize::new(128).expect("non-zero"),
         }
     }
 
@@ -92,6 +103,15 @@ impl Config {
     /// At most `cap` unused negative dentries per bucket (`None`: no cap, only the run rule).
     pub fn with_negative_cap(mut self, cap: Option<usize>) -> Self {
         self.names = self.names.with_negative_cap(cap);
+        self
+    }
+
+    /// Directory listings: at most `budget_pages` pages cached over all directories, each
+    /// the answer of one filesystem readdir call asked for `page_entries` entries (defaults
+    /// 4096 and 128). Zeros are taken as 1.
+    pub fn with_readdir(mut self, budget_pages: usize, page_entries: usize) -> Self {
+        self.readdir_pages = NonZeroUsize::new(budget_pages).unwrap_or(NonZeroUsize::MIN);
+        self.page_entries = NonZeroUsize::new(page_entries).unwrap_or(NonZeroUsize::MIN);
         self
     }
 
@@ -116,7 +136,7 @@ pub enum Lookup<'g> {
 /// A directory-entry cache: names, inodes and remembered misses, read without locks.
 /// See the [crate docs](crate).
 pub struct Dcache {
-    names: NegHash<Slot>,
+    pub(crate) names: NegHash<Slot>,
     inodes: NegHash<Arc<Inode>>,
     name_locks: Box<[Mutex<()>]>,
     inode_locks: Box<[Mutex<()>]>,
@@ -125,6 +145,7 @@ pub struct Dcache {
     pub(crate) inflight: Inflight,
     unlink: UnlinkPolicy,
     clock: Instant,
+    pub(crate) readdir_cache: ReaddirCache,
 }
 
 fn ino_key(ino: u64) -> [u8; 8] {
@@ -144,6 +165,7 @@ impl Dcache {
             inflight: Inflight::new(),
             unlink: config.unlink,
             clock: Instant::now(),
+            readdir_cache: ReaddirCache::new(config.readdir_pages, config.page_entries),
         };
         let root = InodeSpec { ino: ROOT_INO, kind: FileType::Directory, fs_data: 0 };
         let root = Arc::new(Inode::new(root, ROOT_INO, 1));
@@ -156,7 +178,7 @@ impl Dcache {
         self.inodes.lookup(guard, INODE_KEY_PARENT, &ino_key(ino)).map(|e| &**e.value())
     }
 
-    fn inode_arc(&self, ino: u64) -> Option<Arc<Inode>> {
+    pub(crate) fn inode_arc(&self, ino: u64) -> Option<Arc<Inode>> {
         self.inodes.get(INODE_KEY_PARENT, &ino_key(ino)).map(|h| h.value().clone())
     }
 
@@ -256,9 +278,13 @@ impl Dcache {
         };
         let names = self.lock_names((parent, name), None);
         let guard = epoch::pin();
-        self.put((parent, name), &inode, &guard, &names, false)?;
-        inode.add_alias(parent, name);
+        let (dentry, _) = self.put((parent, name), &inode, &guard, &names, false)?;
+        self.name_linked((parent, name), &inode, &names);
+        drop(dentry);
         drop(names);
+        if let Some(dir) = self.inode_arc(parent) {
+            self.note_added(&dir, name);
+        }
         match existing {
             None => {
                 let inserted =
@@ -276,7 +302,9 @@ impl Dcache {
 
     /// Makes `(parent, name)` a positive dentry naming `inode`, instantiating a negative one or
     /// (if `replace`) replacing the inode of a positive one, which is returned. Without
-    /// `replace`, a positive dentry is [`Error::Exists`] and nothing changes.
+    /// `replace`, a positive dentry is [`Error::Exists`] and nothing changes. The dentry is
+    /// returned held, so that it cannot be evicted before the caller's bookkeeping
+    /// ([`Dcache::name_linked`]) is done.
     pub(crate) fn put(
         &self,
         (parent, name): (u64, &[u8]),
@@ -284,9 +312,9 @@ impl Dcache {
         guard: &Guard,
         names: &NameLock<'_>,
         replace: bool,
-    ) -> Result<Option<Arc<Inode>>, Error> {
+    ) -> Result<(Held<'_, Slot>, Option<Arc<Inode>>), Error> {
         let found = match self.names.insert(parent, name, false, Slot::positive(inode.clone())) {
-            Ok(_new) => return Ok(None),
+            Ok(new) => return Ok((new, None)),
             Err(found) => found,
         };
         if !replace && found.value().load(guard).is_some() {
@@ -297,7 +325,7 @@ impl Dcache {
             let flipped = found.make_positive();
             debug_assert!(flipped, "an empty slot on a positive entry");
         }
-        Ok(old)
+        Ok((found, old))
     }
 
     /// Remembers that `name` does not exist in `parent` (a negative dentry). Nothing changes
@@ -308,6 +336,9 @@ impl Dcache {
     pub fn add_negative(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
         validate_name(name)?;
         let _names = self.lock_names((parent, name), None);
+        if let Some(dir) = self.inode_arc(parent).as_deref().and_then(Inode::dir) {
+            dir.note_negative();
+        }
         match self.names.insert(parent, name, true, Slot::negative()) {
             Ok(_) => Ok(()),
             Err(found) if found.is_negative() => Ok(()),
@@ -338,7 +369,9 @@ impl Dcache {
                 Some(_) => {}
             }
             let inode = self.detach(&found, &guard, &names, self.unlink);
-            inode.remove_alias(parent, name);
+            self.name_unlinked((parent, name), &inode, &names);
+            drop(names);
+            listing::changed(self, parent, None);
             return Ok(());
         }
     }
@@ -406,8 +439,10 @@ impl Dcache {
         }
     }
 
-    /// Drops every dentry naming `inode`, then the inode itself. The caller holds the rename
-    /// lock (with a section open if `inode` is a directory) and the inode's stripe lock.
+    /// Drops every dentry naming `inode` and, for a directory, every dentry below it (its
+    /// number may be reused for another directory), then the inode itself. The caller holds
+    /// the rename lock (with a section open if `inode` is a directory) and the inode's stripe
+    /// lock.
     fn drop_inode(&self, inode: &Arc<Inode>, _rename: &RenameHold<'_>) {
         let guard = epoch::pin();
         for (parent, name) in inode.aliases() {
@@ -415,8 +450,11 @@ impl Dcache {
             let Some(found) = self.dentry(parent, &name) else { continue };
             if found.value().load(&guard).is_some_and(|i| std::ptr::eq(i, &**inode)) {
                 self.detach(&found, &guard, &names, UnlinkPolicy::Drop);
-                inode.remove_alias(parent, &name);
+                self.name_unlinked((parent, &name), inode, &names);
             }
+        }
+        if inode.dir().is_some() {
+            self.drop_below(inode);
         }
         if let Some(entry) = self.inodes.get(INODE_KEY_PARENT, &ino_key(inode.ino())) {
             entry.remove();
@@ -459,6 +497,7 @@ impl Dcache {
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
         let n = self.names.stats();
+        let r = self.readdir_cache.stats();
         Stats {
             nr_dentry: n.entries,
             nr_unused: n.unused,
@@ -470,7 +509,44 @@ impl Dcache {
             rename_sections: self.rename.sections(),
             backend_lookups: Events::get(&self.events.backend_lookups),
             coalesced_misses: Events::get(&self.events.coalesced_misses),
+            complete_dir_negatives: Events::get(&self.events.complete_dir_negatives),
+            readdir_hits: r.hits,
+            readdir_misses: r.misses,
         }
+    }
+
+    /// Evicts up to `n` unused dentries, negatives first, least recently used first (a
+    /// referenced one gets a second chance); returns how many. The memory-pressure hook.
+    /// A positive dentry evicted leaves its inode cached (until `forget`): the next lookup of
+    /// the name misses and asks the filesystem again.
+    ///
+    /// ```
+    /// use udcache::{Config, Dcache, FileType, InodeSpec, ROOT_INO};
+    /// let cache = Dcache::new(Config::for_entries(64));
+    /// cache.add(ROOT_INO, b"f", InodeSpec { ino: 2, kind: FileType::Regular, fs_data: 0 }).unwrap();
+    /// cache.add_negative(ROOT_INO, b"g").unwrap();
+    /// assert_eq!(cache.shrink(10), 2);
+    /// assert_eq!((cache.stats().nr_dentry, cache.stats().nr_inodes), (0, 2));
+    /// assert!(cache.children(ROOT_INO).unwrap().is_empty());
+    /// ```
+    pub fn shrink(&self, n: usize) -> usize {
+        let mut done = self.names.shrink_negative(n);
+        if done == n {
+            return done;
+        }
+        for held in self.names.oldest_unused(n - done, false) {
+            let (parent, name) = (held.parent(), held.name());
+            let names = self.lock_names((parent, name), None);
+            let guard = epoch::pin();
+            // Unlinked or renamed since it was picked: it is not ours to drop any more.
+            if !held.is_hashed() || held.value().load(&guard).is_none() {
+                continue;
+            }
+            let inode = self.detach(&held, &guard, &names, UnlinkPolicy::Drop);
+            self.name_unlinked((parent, name), &inode, &names);
+            done += 1;
+        }
+        done
     }
 
     /// Checks the name table's invariants (negative bounds, counters against chains); call it

@@ -56,6 +56,23 @@ impl Slot {
         unsafe { p.as_ref() }
     }
 
+    /// A counted reference to the inode, if positive. The name lock keeps the slot (and so
+    /// its count on the inode) unchanged while the new count is taken.
+    pub(crate) fn load_arc(&self, _lock: &NameLock<'_>) -> Option<Arc<Inode>> {
+        // Relaxed: the name lock orders this load after the writer that stored the pointer.
+        let p = self.inode.load(Ordering::Relaxed);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: `p` came from `Arc::into_raw` and the slot owns one count, which no one can
+        // give up while we hold the name lock (only its holders change the slot); so the
+        // inode is alive and a second count may be taken and turned into an `Arc`.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Some(Arc::from_raw(p))
+        }
+    }
+
     /// Points the slot at `inode`; returns the inode it pointed at before, if any (a new
     /// count: the slot's own count is dropped after every reader now pinned has unpinned).
     /// A reader sees the old inode or the new one, never neither.

@@ -34,6 +34,32 @@ pub enum Error {
     },
     /// The filesystem's lookup failed with this errno (not cached).
     Backend(i32),
+    /// A directory listing failed (see [`Dcache::readdir`](crate::Dcache::readdir)).
+    Readdir(udcache_readdir::Error),
+}
+
+impl Error {
+    /// The errno value a C ABI or a FUSE reply uses for this error (positive).
+    ///
+    /// ```
+    /// use udcache::{Error, InvalidName};
+    /// assert_eq!(Error::InvalidName(InvalidName::TooLong(300)).errno(), libc::ENAMETOOLONG);
+    /// assert_eq!(Error::UnknownInode(9).errno(), libc::ESTALE);
+    /// ```
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::InvalidName(InvalidName::TooLong(_)) => libc::ENAMETOOLONG,
+            Error::InvalidName(_) | Error::BadForget { .. } => libc::EINVAL,
+            Error::UnknownInode(_) => libc::ESTALE,
+            Error::NotDirectory(_) => libc::ENOTDIR,
+            Error::Exists => libc::EEXIST,
+            Error::NotFound => libc::ENOENT,
+            Error::KindMismatch { .. } => libc::EIO,
+            Error::DirectoryAlias(_) => libc::EMLINK,
+            Error::Backend(errno) => *errno,
+            Error::Readdir(e) => e.errno(),
+        }
+    }
 }
 
 /// What is wrong with a name.
@@ -65,6 +91,7 @@ impl fmt::Display for Error {
                 write!(f, "forget {asked} lookups of inode {ino}, which has {have}")
             }
             Error::Backend(errno) => write!(f, "filesystem lookup failed: errno {errno}"),
+            Error::Readdir(e) => write!(f, "readdir: {e}"),
         }
     }
 }

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use udcache_neghash::epoch;
+use udcache_readdir::{Fill, FillError};
 
 use crate::cache::{Dcache, Lookup};
 use crate::error::Error;
@@ -29,12 +30,21 @@ use crate::name::validate_name;
 use crate::stats::Events;
 use crate::sync::{Condvar, Mutex, lock};
 
-/// The filesystem behind the cache: asked on a miss.
-pub trait Filesystem: Sync {
+/// The filesystem behind the cache: asked on a miss, and for directory listings.
+pub trait Filesystem: Send + Sync {
     /// Looks `name` up in directory `parent`: `Ok(Some(inode))` if it exists, `Ok(None)` if it
     /// does not (the cache remembers that as a negative dentry), `Err(errno)` on failure
     /// (not cached).
     fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32>;
+
+    /// Lists directory `dir`: up to `max` entries after `cookie` (`0`: from the start), as
+    /// [`udcache_readdir::Backend::fill`] describes. Called by
+    /// [`Dcache::readdir`](crate::Dcache::readdir) with no cache lock held. The default
+    /// refuses with `ENOSYS`.
+    fn readdir(&self, dir: u64, cookie: u64, max: usize) -> Result<Fill, FillError> {
+        let _ = (dir, cookie, max);
+        Err(FillError::Io(libc::ENOSYS))
+    }
 }
 
 /// What [`Dcache::resolve`] answers.
@@ -138,6 +148,9 @@ impl Dcache {
     fn role(&self, parent: u64, name: &[u8]) -> Role {
         if let Some(r) = self.cached(parent, name) {
             return Role::Cached(r);
+        }
+        if self.listed_absent(parent, name) {
+            return Role::Cached(Resolved::Negative);
         }
         let mut calls = lock(&self.inflight.calls);
         if let Some(call) = calls.get(&(parent, Box::from(name))) {

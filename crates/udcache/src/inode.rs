@@ -11,12 +11,15 @@
 //! - `aliases` — the `(parent, name)` of every positive dentry naming this inode — is a leaf
 //!   mutex taken by writers only; readers never touch it.
 //! - The attributes are a sequence-counted snapshot (see [`crate::attr`]).
+//! - A directory's [`DirState`] (its positive children and its listing cache) has its own
+//!   rules: see [`crate::tree`] and [`crate::listing`].
 //! - Retire: an inode is reference counted (`Arc`); each dentry and the inode table hold one
 //!   count, and a count a lockless reader may still be using is dropped through the epoch
 //!   (`Guard::defer`), so `&Inode` borrowed under a guard stays valid while the guard lives.
 
 use crate::attr::{Attr, AttrCell};
 use crate::sync::{AtomicU64, Mutex, Ordering, lock};
+use crate::tree::DirState;
 
 /// The type of file an inode is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,6 +54,8 @@ pub struct Inode {
     parent: AtomicU64,
     pub(crate) attr: AttrCell,
     aliases: Mutex<Vec<(u64, Box<[u8]>)>>,
+    /// Directories only.
+    dir: Option<Box<DirState>>,
 }
 
 impl Inode {
@@ -61,7 +66,13 @@ impl Inode {
             parent: AtomicU64::new(parent),
             attr: AttrCell::new(),
             aliases: Mutex::new(Vec::new()),
+            dir: (spec.kind == FileType::Directory).then(Box::default),
         }
+    }
+
+    /// The children and listing of a directory (`None` for any other type).
+    pub(crate) fn dir(&self) -> Option<&DirState> {
+        self.dir.as_deref()
     }
 
     /// The inode number.

@@ -107,10 +107,12 @@ mod dentry;
 mod error;
 pub mod fetch;
 mod inode;
+pub mod listing;
 mod name;
 pub mod rename;
 mod stats;
 mod sync;
+pub mod tree;
 pub mod walk;
 
 pub use attr::Attr;
@@ -121,7 +123,9 @@ pub use inode::{FileType, Inode, InodeSpec};
 pub use name::{NAME_MAX, validate_name};
 pub use rename::RenameMode;
 pub use stats::Stats;
+pub use tree::{Child, Visit};
 pub use udcache_neghash::epoch;
+pub use udcache_readdir as readdir;
 pub use walk::Walk;
 
 #[cfg(doctest)]

@@ -24,6 +24,9 @@
 //!   walks, then an Acquire fence and a Relaxed reload. If the walk read any change a section
 //!   made, the fences synchronise and the reload sees the section.
 
+use udcache_neghash::epoch::Guard;
+
+use crate::dentry::NameLock;
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering, fence, lock};
 
 /// The rename lock and sequence count.
@@ -123,21 +126,26 @@ pub enum RenameMode {
     Replace,
     /// A positive target is [`Error::Exists`](crate::Error::Exists) (`RENAME_NOREPLACE`).
     NoReplace,
+    /// Both names must be positive; they swap inodes atomically (`RENAME_EXCHANGE`). A missing
+    /// target is [`Error::NotFound`](crate::Error::NotFound).
+    Exchange,
 }
 
 impl crate::Dcache {
-    /// Moves the name `old_name` in `old_parent` to `new_name` in `new_parent`, inside one
-    /// rename section: a lockless walk that overlaps it falls back and walks again, so no walk
-    /// sees a state between its steps. The old name is left as the
-    /// [`UnlinkPolicy`](crate::UnlinkPolicy) says; a replaced target's inode stays cached (until `forget`).
-    /// Renaming a name onto itself, or onto another name of the same inode, does nothing.
+    /// Moves the name `old_name` in `old_parent` to `new_name` in `new_parent` (or, with
+    /// [`RenameMode::Exchange`], swaps the two names' inodes), inside one rename section: a
+    /// lockless walk that overlaps it falls back and walks again, so no walk sees a state
+    /// between its steps. The old name is left as the [`UnlinkPolicy`](crate::UnlinkPolicy)
+    /// says; a replaced target's inode stays cached (until `forget`). Renaming a name onto
+    /// itself, or onto another name of the same inode, does nothing. Both directories'
+    /// listings are marked changed.
     ///
     /// Not checked (the filesystem's job, as in FUSE): that a directory is not moved into its
     /// own subtree, and that a directory replaces only an empty directory.
     ///
     /// Errors, changing nothing: a bad name; `new_parent` not a cached directory; no positive
     /// source ([`Error::NotFound`](crate::Error::NotFound)); a positive target with
-    /// [`RenameMode::NoReplace`].
+    /// [`RenameMode::NoReplace`]; no positive target with [`RenameMode::Exchange`].
     ///
     /// ```
     /// use udcache::{Config, Dcache, FileType, InodeSpec, RenameMode, ROOT_INO, Walk, epoch};
@@ -150,6 +158,8 @@ impl crate::Dcache {
     /// let guard = epoch::pin();
     /// assert!(matches!(cache.walk(&guard, ROOT_INO, "d/g"), Ok(Walk::Found(i)) if i.ino() == 3));
     /// assert!(matches!(cache.walk(&guard, ROOT_INO, "f"), Ok(Walk::Negative { .. })));
+    /// cache.rename(ROOT_INO, b"d", 2, b"g", RenameMode::Exchange).unwrap(); // d <-> d/g
+    /// assert!(matches!(cache.walk(&guard, ROOT_INO, "d"), Ok(Walk::Found(i)) if i.ino() == 3));
     /// ```
     pub fn rename(
         &self,
@@ -159,7 +169,6 @@ impl crate::Dcache {
         new_name: &[u8],
         mode: RenameMode,
     ) -> Result<(), crate::Error> {
-        use crate::Error;
         crate::validate_name(old_name)?;
         crate::validate_name(new_name)?;
         self.check_dir(new_parent)?;
@@ -169,32 +178,66 @@ impl crate::Dcache {
         if !self.rename_allowed(&guard, from, to, mode)? {
             return Ok(());
         }
-        let _section = self.write_section();
+        let section = self.write_section();
         let names = self.lock_names(from, Some(to));
         if !self.rename_allowed(&guard, from, to, mode)? {
             return Ok(());
         }
-        // Positive under the name lock (checked above): held, it cannot go.
-        let source = self.dentry(old_parent, old_name).ok_or(Error::NotFound)?;
-        let inode = self.detach(&source, &guard, &names, self.unlink_policy());
-        drop(source);
-        inode.remove_alias(old_parent, old_name);
-        let replaced = self.put((new_parent, new_name), &inode, &guard, &names, true)?;
-        if let Some(replaced) = replaced {
-            replaced.remove_alias(new_parent, new_name);
+        if mode == RenameMode::Exchange {
+            self.exchange(from, to, &guard, &names);
+        } else {
+            self.move_name(from, to, &guard, &names);
         }
-        inode.add_alias(new_parent, new_name);
-        if inode.kind() == crate::FileType::Directory {
-            inode.set_parent(new_parent);
-        }
+        drop((names, section));
+        crate::listing::changed(self, old_parent, None);
+        crate::listing::changed(self, new_parent, None);
         Ok(())
+    }
+
+    /// The move of a rename: `from` (positive) leaves, `to` names its inode.
+    fn move_name(&self, from: (u64, &[u8]), to: (u64, &[u8]), guard: &Guard, names: &NameLock) {
+        // Positive under the name lock (checked by the caller): held, it cannot go.
+        let source = self.dentry(from.0, from.1).expect("a positive source, checked");
+        let inode = self.detach(&source, guard, names, self.unlink_policy());
+        drop(source);
+        self.name_unlinked(from, &inode, names);
+        let (target, replaced) =
+            self.put(to, &inode, guard, names, true).expect("replace never refuses");
+        if let Some(replaced) = replaced {
+            self.name_unlinked(to, &replaced, names);
+        }
+        self.name_linked(to, &inode, names);
+        drop(target);
+        if inode.kind() == crate::FileType::Directory {
+            inode.set_parent(to.0);
+        }
+    }
+
+    /// The swap of an exchange: both positive (checked by the caller), each takes the other's
+    /// inode in one slot store.
+    fn exchange(&self, a: (u64, &[u8]), b: (u64, &[u8]), guard: &Guard, names: &NameLock) {
+        let da = self.dentry(a.0, a.1).expect("a positive source, checked");
+        let db = self.dentry(b.0, b.1).expect("a positive target, checked");
+        let ia = da.value().load_arc(names).expect("positive, checked");
+        let ib = db.value().load_arc(names).expect("positive, checked");
+        self.name_unlinked(a, &ia, names);
+        self.name_unlinked(b, &ib, names);
+        da.value().put(ib.clone(), guard, names);
+        db.value().put(ia.clone(), guard, names);
+        self.name_linked(a, &ib, names);
+        self.name_linked(b, &ia, names);
+        for (inode, parent) in [(&ia, b.0), (&ib, a.0)] {
+            if inode.kind() == crate::FileType::Directory {
+                inode.set_parent(parent);
+            }
+        }
     }
 
     /// Whether the rename `from` → `to` has something to do (`Ok(false)`: the target is the
     /// source's inode already), or why it is refused.
     fn rename_allowed(
         &self,
-        guard: &udcache_neghash::epoch::Guard,
+        guard: &Guard,
         from: (u64, &[u8]),
         to: (u64, &[u8]),
         mode: RenameMode,
@@ -206,6 +249,8 @@ impl crate::Dcache {
         match self.step(guard, to.0, to.1) {
             Lookup::Hit(target) if std::ptr::eq(target, moving) => Ok(false),
             Lookup::Hit(_) if mode == RenameMode::NoReplace => Err(Error::Exists),
+            Lookup::Hit(_) => Ok(true),
+            _ if mode == RenameMode::Exchange => Err(Error::NotFound),
             _ => Ok(true),
         }
     }

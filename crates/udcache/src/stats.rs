@@ -9,6 +9,7 @@ pub(crate) struct Events {
     pub(crate) walk_fallbacks: AtomicU64,
     pub(crate) backend_lookups: AtomicU64,
     pub(crate) coalesced_misses: AtomicU64,
+    pub(crate) complete_dir_negatives: AtomicU64,
 }
 
 impl Events {
@@ -17,6 +18,7 @@ impl Events {
             walk_fallbacks: AtomicU64::new(0),
             backend_lookups: AtomicU64::new(0),
             coalesced_misses: AtomicU64::new(0),
+            complete_dir_negatives: AtomicU64::new(0),
         }
     }
 
@@ -57,6 +59,13 @@ pub struct Stats {
     pub backend_lookups: u64,
     /// Misses that waited for another thread's call of the same name instead of calling.
     pub coalesced_misses: u64,
+    /// Misses answered "does not exist" by a complete cached listing, with no filesystem call
+    /// and no negative dentry.
+    pub complete_dir_negatives: u64,
+    /// Directory reads served wholly from cached listings.
+    pub readdir_hits: u64,
+    /// Directory reads that called the filesystem's readdir.
+    pub readdir_misses: u64,
 }
 
 impl Stats {
@@ -83,6 +92,9 @@ impl fmt::Display for Stats {
         writeln!(f, "walk_fallbacks {}", self.walk_fallbacks)?;
         writeln!(f, "rename_sections {}", self.rename_sections)?;
         writeln!(f, "backend_lookups {}", self.backend_lookups)?;
-        write!(f, "coalesced_misses {}", self.coalesced_misses)
+        writeln!(f, "coalesced_misses {}", self.coalesced_misses)?;
+        writeln!(f, "complete_dir_negatives {}", self.complete_dir_negatives)?;
+        writeln!(f, "readdir_hits {}", self.readdir_hits)?;
+        write!(f, "readdir_misses {}", self.readdir_misses)
     }
 }

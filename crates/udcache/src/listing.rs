@@ -1,0 +1,147 @@
+//! Directory listings: each directory's cookie-indexed cache ([`udcache_readdir`]), and the
+//! negative answers a complete listing gives without negative dentries.
+//!
+//! # Rules
+//!
+//! - A directory's listing is made on its first [`Dcache::readdir`] and kept in its inode
+//!   (a `OnceLock`); it reads through the [`Filesystem`] given to that first call. All
+//!   listings share one page budget ([`Config::with_readdir`](crate::Config::with_readdir)).
+//! - What changes a listing: `unlink`, `rename` and `invalidate` in the directory (a name
+//!   left), an `add` of a name the complete listing says is absent (a name was created), and
+//!   [`Dcache::dir_changed`] (the filesystem's own news). Each marks every page stale, dropped
+//!   lazily by the readdir cache; an `add` the listing already holds (a lookup of a listed
+//!   name) changes nothing, so looking names up does not throw listings away.
+//! - A miss in [`Dcache::resolve`] asks the parent's listing before the filesystem: a
+//!   complete listing that lacks the name answers [`Resolved::Negative`](crate::Resolved)
+//!   with no call and no negative dentry (counted in
+//!   [`Stats::complete_dir_negatives`](crate::Stats::complete_dir_negatives)).
+//! - Locks: a listing's own mutex is taken after any name stripe and never held across a
+//!   filesystem call (that crate's rule); the readdir filesystem call runs with no cache lock.
+
+use std::sync::Arc;
+
+use udcache_readdir::{Backend, Batch, DirCache, Fill, FillError, Verifier};
+
+use crate::cache::Dcache;
+use crate::error::Error;
+use crate::fetch::Filesystem;
+use crate::inode::Inode;
+use crate::stats::Events;
+
+/// One directory's listing cache.
+pub(crate) type Listing = DirCache<Lister>;
+
+/// The backend of one directory's listing: the filesystem's readdir of that directory.
+pub(crate) struct Lister {
+    fs: Arc<dyn Filesystem>,
+    dir: u64,
+}
+
+impl Backend for Lister {
+    fn fill(&self, cookie: u64, max: usize) -> Result<Fill, FillError> {
+        self.fs.readdir(self.dir, cookie, max)
+    }
+}
+
+impl Dcache {
+    /// Up to `max` entries of directory `dir` after `cookie` (`0`: from the start), served
+    /// from the directory's cookie-indexed cache and read through `fs.readdir` for ranges it
+    /// does not hold. A reader can resume at any cookie it was given, and keeps making
+    /// progress while the directory changes (see [`udcache_readdir`]).
+    ///
+    /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`], [`Error::Readdir`] (a cookie
+    /// never issued, the filesystem's own failure, `max == 0`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use udcache::readdir::{Entry, Fill, FillError, Verifier};
+    /// use udcache::{Config, Dcache, Filesystem, InodeSpec, Resolved, ROOT_INO};
+    ///
+    /// /// A root directory holding `a` and `b`.
+    /// struct Two;
+    /// impl Filesystem for Two {
+    ///     fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    ///         unreachable!("the complete listing answers")
+    ///     }
+    ///     fn readdir(&self, _dir: u64, cookie: u64, _max: usize) -> Result<Fill, FillError> {
+    ///         let all = [Entry::new("a", 2, 8, 1), Entry::new("b", 3, 8, 2)];
+    ///         let entries = all.into_iter().filter(|e| e.cookie > cookie).collect();
+    ///         Ok(Fill { entries, eof: true, verifier: Verifier(1) })
+    ///     }
+    /// }
+    /// let fs: Arc<dyn Filesystem> = Arc::new(Two);
+    /// let cache = Dcache::new(Config::for_entries(64));
+    /// let batch = cache.readdir(&fs, ROOT_INO, 0, 10).unwrap();
+    /// assert_eq!(batch.entries.len(), 2);
+    /// assert!(batch.eof);
+    /// // The listing is complete: a miss is answered without asking the filesystem.
+    /// assert_eq!(cache.resolve(&*fs, ROOT_INO, b"c"), Ok(Resolved::Negative));
+    /// assert_eq!(cache.stats().complete_dir_negatives, 1);
+    /// ```
+    pub fn readdir(
+        &self,
+        fs: &Arc<dyn Filesystem>,
+        dir: u64,
+        cookie: u64,
+        max: usize,
+    ) -> Result<Batch, Error> {
+        let inode = self.inode_arc(dir).ok_or(Error::UnknownInode(dir))?;
+        let state = inode.dir().ok_or(Error::NotDirectory(dir))?;
+        let listing =
+            state.listing.get_or_init(|| self.readdir_cache.dir(Lister { fs: fs.clone(), dir }));
+        listing.read(cookie, max).map_err(Error::Readdir)
+    }
+
+    /// Tells the cache that directory `dir` changed behind it (`verifier`: its new change
+    /// attribute, if known). Its listing's pages become stale; dentries are untouched.
+    ///
+    /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`].
+    pub fn dir_changed(&self, dir: u64, verifier: Option<u64>) -> Result<(), Error> {
+        let inode = self.inode_arc(dir).ok_or(Error::UnknownInode(dir))?;
+        inode.dir().ok_or(Error::NotDirectory(dir))?;
+        changed(self, dir, verifier);
+        Ok(())
+    }
+
+    /// Whether `dir`'s complete listing says `name` does not exist (a trusted negative).
+    pub(crate) fn listed_absent(&self, dir: u64, name: &[u8]) -> bool {
+        let absent = self
+            .inode_arc(dir)
+            .as_deref()
+            .and_then(Inode::dir)
+            .and_then(|d| d.listing.get())
+            .is_some_and(|l| l.lookup(name) == udcache_readdir::Lookup::Absent);
+        if absent {
+            Events::bump(&self.events.complete_dir_negatives);
+        }
+        absent
+    }
+
+    /// An `add` of `name` in `dir`: a creation if the complete listing lacked it.
+    pub(crate) fn note_added(&self, dir: &Inode, name: &[u8]) {
+        if let Some(l) = dir.dir().and_then(|d| d.listing.get())
+            && l.lookup(name) == udcache_readdir::Lookup::Absent
+        {
+            l.invalidate();
+        }
+    }
+}
+
+/// Marks `dir`'s listing changed (if it has one).
+pub(crate) fn changed(cache: &Dcache, dir: u64, verifier: Option<u64>) {
+    if let Some(inode) = cache.inode_arc(dir)
+        && let Some(l) = inode.dir().and_then(|d| d.listing.get())
+    {
+        match verifier {
+            Some(v) => l.set_verifier(Verifier(v)),
+            None => l.invalidate(),
+        }
+    }
+}
+
+/// Drops `dir`'s cached pages (it left the cache or was invalidated).
+pub(crate) fn forget(dir: &Inode) {
+    if let Some(l) = dir.dir().and_then(|d| d.listing.get()) {
+        l.clear();
+    }
+}
