@@ -153,7 +153,7 @@ typedef enum udc_unlink_policy {
 typedef struct udc_cache udc_cache;
 
 /**
- * What the readdir callback fills (opaque; valid only during the callback).
+ * What the readdir callback fills (opaque; valid only until the callback returns).
  */
 typedef struct udc_fill udc_fill;
 
@@ -367,7 +367,7 @@ typedef struct udc_dirent {
      */
     uint64_t cookie;
     /**
-     * The file type (`enum udc_type`).
+     * The file type (`enum udc_type`; `UDC_TYPE_UNKNOWN` if the filesystem did not say).
      */
     uint32_t type;
     /**
@@ -685,7 +685,12 @@ int udc_forget(struct udc_cache *cache, uint64_t ino, uint64_t nlookup);
 int udc_count_lookup(struct udc_cache *cache, uint64_t ino);
 
 /**
- * Drops the cached entry `name` in `parent` and, for a directory, everything below it.
+ * Drops the cached entry `name` in `parent` (positive or negative) and, for a directory,
+ * every cached entry below it (the filesystem learnt that its copy is out of date). Inodes
+ * stay cached until `udc_forget`.
+ *
+ * Returns 0, or `-ENOENT` (nothing cached under that name), `-EINVAL`, `-ENAMETOOLONG`,
+ * `-ESTALE`, `-ENOTDIR`, `-EBADF`.
  *
  * # Safety
  *
@@ -694,7 +699,11 @@ int udc_count_lookup(struct udc_cache *cache, uint64_t ino);
 int udc_invalidate(struct udc_cache *cache, uint64_t parent, const char *name, size_t len);
 
 /**
- * Evicts up to `n` unused entries, negatives first; returns how many.
+ * Evicts up to `n` unused entries, negatives first, then the least recently used positive
+ * ones (their inodes stay cached until `udc_forget`). `n` above `INT_MAX` is taken as
+ * `INT_MAX`.
+ *
+ * Returns how many entries were evicted (>= 0), or `-EINVAL`, `-EBADF`.
  *
  * # Safety
  *
@@ -704,7 +713,17 @@ int udc_shrink(struct udc_cache *cache, size_t n);
 
 /**
  * Reads up to `max` entries of directory `dir` that follow `cookie` (0 = from the start) into
- * `buf` and sets `*count`.
+ * `buf` and sets `*count`: from the directory's cached pages, calling the readdir callback
+ * for ranges not cached. A reader can stop and resume at any cookie it was given; while the
+ * directory changes, every entry present for the whole listing is returned exactly once.
+ * Local changes (`udc_add` of a new name, `udc_unlink`, `udc_rename`, `udc_invalidate`) mark
+ * the listing changed themselves; report other changes with `udc_dir_changed`.
+ *
+ * Returns 1 at the end of the directory, 0 if more may follow, or `-EINVAL` (NULL pointer;
+ * `max` 0; a cookie never issued that the callback cannot resume at), `-ESTALE` (`dir` not
+ * cached), `-ENOTDIR`, `-ENOSYS` (no readdir callback), `-ELOOP` (the callback repeated a
+ * cookie), `-EIO` (the callback broke its contract), the callback's own `-errno`, `-EBADF`.
+ * On error `*count` is unchanged.
  *
  * # Safety
  *
@@ -719,7 +738,11 @@ int udc_readdir(struct udc_cache *cache,
                 size_t *count);
 
 /**
- * The directory changed; 0 = verifier unknown.
+ * Tells the cache that directory `dir` changed behind its back (`verifier`: its new change
+ * attribute or mtime; 0 = unknown): its cached listing pages become stale. Names are not
+ * touched (use `udc_invalidate` for those).
+ *
+ * Returns 0, or `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-EINVAL`, `-EBADF`.
  *
  * # Safety
  *
@@ -728,11 +751,19 @@ int udc_readdir(struct udc_cache *cache,
 int udc_dir_changed(struct udc_cache *cache, uint64_t dir, uint64_t verifier);
 
 /**
- * Appends one entry to a fill.
+ * In a readdir callback: appends the entry `name` (`len` bytes) with inode `ino`, type `type`
+ * (`enum udc_type`, `UDC_TYPE_UNKNOWN` allowed) and `cookie` (the position after it; not 0,
+ * and unique in the directory).
+ *
+ * Returns 0, or `-ENOSPC` (the fill holds `max` entries already: stop, and resume at the last
+ * cookie next time), `-EINVAL` (NULL pointer; bad name; `ino` or `cookie` 0; unknown type;
+ * `udc_fill_done` called already), `-ENAMETOOLONG`, `-EBADF` (not a live fill). A refused
+ * entry is not added.
  *
  * # Safety
  *
- * `fill` must be the fill passed to the running callback; `name` must point to `len` bytes.
+ * `fill` must be the fill passed to the running callback, used by one thread; `name` must
+ * point to `len` readable bytes.
  */
 int udc_fill_add(struct udc_fill *fill,
                  const char *name,
@@ -742,11 +773,17 @@ int udc_fill_add(struct udc_fill *fill,
                  uint64_t cookie);
 
 /**
- * Ends a fill.
+ * In a readdir callback: ends the fill. `eof` non-zero: the last entry added (or the cookie
+ * asked for, if none was added) is the end of the directory. `verifier`: the directory's
+ * change attribute when it was read (two fills with the same verifier saw the same contents;
+ * a callback that has none can pass a counter it bumps on every change). Required before the
+ * callback returns 0.
+ *
+ * Returns 0, or `-EINVAL` (NULL; called already), `-EBADF` (not a live fill).
  *
  * # Safety
  *
- * `fill` must be the fill passed to the running callback.
+ * `fill` must be the fill passed to the running callback, used by one thread.
  */
 int udc_fill_done(struct udc_fill *fill, int eof, uint64_t verifier);
 

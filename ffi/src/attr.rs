@@ -101,7 +101,7 @@ pub unsafe extern "C" fn udc_getattr(cache: *mut udc_cache, ino: u64, out: *mut 
         // SAFETY: NULL or a writable udc_attr (the caller's contract).
         let out = unsafe { args::output(out) }?;
         let attr = cache.dcache.getattr(ino).map_err(fail)?.ok_or(libc::ENODATA)?;
-        *out = udc_attr::of(ino, &attr);
+        out.write(udc_attr::of(ino, &attr));
         Ok(0)
     })
 }

@@ -12,6 +12,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
+use dcache::readdir::{Fill, FillError};
 use dcache::{Filesystem, InodeSpec};
 
 use crate::args::{self, check_size, versioned};
@@ -79,6 +80,11 @@ impl Backend {
     pub(crate) fn has_lookup(&self) -> bool {
         self.ops.lookup.is_some()
     }
+
+    /// Whether a readdir callback was given.
+    pub(crate) fn has_readdir(&self) -> bool {
+        self.ops.readdir.is_some()
+    }
 }
 
 /// The positive errno of a callback's negative return value; anything else is `EIO`.
@@ -101,6 +107,10 @@ impl Filesystem for Backend {
             0 => Ok(None),
             r => Err(callback_errno(r)),
         }
+    }
+
+    fn readdir(&self, dir: u64, cookie: u64, max: usize) -> Result<Fill, FillError> {
+        crate::readdir::call_readdir(self.ops.readdir, self.ops.ctx, (dir, cookie, max))
     }
 }
 

@@ -9,32 +9,14 @@
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use dcache::{Error, InvalidName};
+use dcache::Error;
 
 /// What an entry point's body returns: a non-negative result or a positive errno.
 pub(crate) type CResult = Result<c_int, c_int>;
 
-/// The positive errno that reports `e`.
-pub(crate) fn errno(e: &Error) -> c_int {
-    match e {
-        Error::InvalidName(InvalidName::TooLong(_)) => libc::ENAMETOOLONG,
-        Error::InvalidName(_) => libc::EINVAL,
-        Error::UnknownInode(_) => libc::ESTALE,
-        Error::NotDirectory(_) => libc::ENOTDIR,
-        Error::Exists => libc::EEXIST,
-        Error::NotFound => libc::ENOENT,
-        // An inode number cached with another type: the filesystem contradicts itself.
-        Error::KindMismatch { .. } => libc::EINVAL,
-        // A second name for a directory (a directory hard link, as link(2) refuses it).
-        Error::DirectoryAlias(_) => libc::EMLINK,
-        Error::BadForget { .. } => libc::EINVAL,
-        Error::Backend(errno) => *errno,
-    }
-}
-
-/// `Err(errno)` of a cache error, for `?`.
+/// The positive errno of a cache error (`Error::errno`), for `map_err(fail)?`.
 pub(crate) fn fail(e: Error) -> c_int {
-    errno(&e)
+    e.errno()
 }
 
 /// Runs an entry point's body: `Ok(v)` returns `v`, `Err(errno)` returns `-errno`, a panic
@@ -61,7 +43,6 @@ mod tests {
         assert_eq!(ffi_call(|| Ok(3)), 3);
         assert_eq!(ffi_call(|| Err(libc::ENOENT)), -libc::ENOENT);
         assert_eq!(ffi_call(|| panic!("bug")), -libc::EIO);
-        assert_eq!(errno(&Error::InvalidName(InvalidName::TooLong(256))), libc::ENAMETOOLONG);
-        assert_eq!(errno(&Error::UnknownInode(9)), libc::ESTALE);
+        assert_eq!(fail(Error::UnknownInode(9)), libc::ESTALE);
     }
 }

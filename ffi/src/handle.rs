@@ -23,6 +23,10 @@ const DEAD: u64 = u64::from_le_bytes(*b"udcDEAD\0");
 
 /// Table size when `expected_entries` is 0.
 const DEFAULT_ENTRIES: usize = 65536;
+/// Readdir page budget when `readdir_pages` is 0 (the udcache crate's default).
+const DEFAULT_READDIR_PAGES: usize = 4096;
+/// Entries per readdir page when `readdir_page_entries` is 0 (the udcache crate's default).
+const DEFAULT_PAGE_ENTRIES: usize = 128;
 /// The largest `expected_entries` or `buckets` accepted: beyond it the tables would not fit
 /// (a failed allocation aborts the process, so absurd sizes are refused up front).
 const MAX_ENTRIES: usize = 1 << 28;
@@ -88,9 +92,9 @@ impl udc_cache {
             1 => UnlinkPolicy::Drop,
             _ => return Err(libc::EINVAL),
         };
-        let entries =
-            if cfg.expected_entries == 0 { DEFAULT_ENTRIES } else { cfg.expected_entries };
-        let mut config = Config::for_entries(entries);
+        // A zero field means "the default".
+        let or = |v: usize, default: usize| if v == 0 { default } else { v };
+        let mut config = Config::for_entries(or(cfg.expected_entries, DEFAULT_ENTRIES));
         if cfg.buckets != 0 {
             config = config.with_buckets(cfg.buckets);
         }
@@ -99,6 +103,10 @@ impl udc_cache {
             u32::MAX => config.with_negative_cap(None),
             cap => config.with_negative_cap(Some(cap as usize)),
         };
+        config = config.with_readdir(
+            or(cfg.readdir_pages, DEFAULT_READDIR_PAGES),
+            or(cfg.readdir_page_entries, DEFAULT_PAGE_ENTRIES),
+        );
         Ok(udc_cache {
             magic: AtomicU64::new(LIVE),
             dcache: Dcache::new(config.with_unlink_policy(unlink)),
@@ -144,7 +152,7 @@ pub unsafe extern "C" fn udc_config_init(cfg: *mut udc_config) {
     ffi_void(|| {
         // SAFETY: NULL or writable memory for a udc_config (the caller's contract).
         if let Ok(cfg) = unsafe { args::output(cfg) } {
-            *cfg = udc_config::defaults();
+            cfg.write(udc_config::defaults());
         }
     })
 }
@@ -169,7 +177,7 @@ pub unsafe extern "C" fn udc_cache_new(cfg: *const udc_config, out: *mut *mut ud
         // SAFETY: NULL (then the defaults) or a udc_config (the caller's contract).
         let cfg = if cfg.is_null() { &defaults } else { unsafe { args::input(cfg) }? };
         let cache = udc_cache::new(cfg)?;
-        *out = Box::into_raw(Box::new(cache));
+        out.write(Box::into_raw(Box::new(cache)));
         Ok(0)
     })
 }

@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_int};
 
 use dcache::{Error, Lookup, Resolved, Walk, epoch};
 
-use crate::args::{self, check_size, versioned};
+use crate::args::{self, versioned};
 use crate::errors::{CResult, fail, ffi_call};
 use crate::handle::{self, udc_cache};
 use crate::types::udc_entry;
@@ -79,7 +79,7 @@ pub unsafe extern "C" fn udc_lookup(
         let guard = epoch::pin();
         match cache.dcache.lookup(&guard, parent, name).map_err(fail)? {
             Lookup::Hit(inode) => {
-                *out = udc_entry::of_inode(inode);
+                out.write(udc_entry::of_inode(inode));
                 Ok(UDC_POSITIVE)
             }
             Lookup::Negative => Ok(UDC_NEGATIVE),
@@ -121,7 +121,7 @@ pub unsafe extern "C" fn udc_resolve(
         };
         match resolved {
             Resolved::Found(spec) => {
-                *out = udc_entry::of(spec);
+                out.write(udc_entry::of(spec));
                 Ok(UDC_POSITIVE)
             }
             Resolved::Negative => Ok(UDC_NEGATIVE),
@@ -179,7 +179,7 @@ pub unsafe extern "C" fn udc_walk(
         let path = unsafe { args::path(path, len) }?;
         // SAFETY: NULL or a writable udc_walk_result (the caller's contract).
         let out = unsafe { args::output(out) }?;
-        check_size(out)?;
+        out.check_size()?;
         let guard = epoch::pin();
         let mut r = udc_walk_result { size: size_of::<udc_walk_result>(), ..Default::default() };
         match cache.dcache.walk(&guard, root, path).map_err(fail)? {
@@ -193,7 +193,7 @@ pub unsafe extern "C" fn udc_walk(
                 (r.kind, r.entry, r.offset) = (UDC_WALK_NOTDIR, udc_entry::of_inode(inode), at)
             }
         }
-        *out = r;
+        out.write(r);
         Ok(r.kind as c_int)
     })
 }

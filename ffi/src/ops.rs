@@ -149,7 +149,7 @@ pub unsafe extern "C" fn udc_rename(
         let mode = match flags {
             0 => RenameMode::Replace,
             UDC_RENAME_NOREPLACE => RenameMode::NoReplace,
-            UDC_RENAME_EXCHANGE => return Err(libc::EOPNOTSUPP),
+            UDC_RENAME_EXCHANGE => RenameMode::Exchange,
             _ => return Err(libc::EINVAL),
         };
         cache.check_dir(oldparent)?;
@@ -196,7 +196,12 @@ pub unsafe extern "C" fn udc_count_lookup(cache: *mut udc_cache, ino: u64) -> c_
     })
 }
 
-/// Drops the cached entry `name` in `parent` and, for a directory, everything below it.
+/// Drops the cached entry `name` in `parent` (positive or negative) and, for a directory,
+/// every cached entry below it (the filesystem learnt that its copy is out of date). Inodes
+/// stay cached until `udc_forget`.
+///
+/// Returns 0, or `-ENOENT` (nothing cached under that name), `-EINVAL`, `-ENAMETOOLONG`,
+/// `-ESTALE`, `-ENOTDIR`, `-EBADF`.
 ///
 /// # Safety
 ///
@@ -208,17 +213,31 @@ pub unsafe extern "C" fn udc_invalidate(
     name: *const c_char,
     len: usize,
 ) -> c_int {
-    let _ = (cache, parent, name, len);
-    ffi_call(|| Err(libc::ENOSYS))
+    ffi_call(|| -> CResult {
+        // SAFETY: the caller's contract, as documented.
+        let (cache, name) = unsafe { handle_and_name(cache, name, len) }?;
+        cache.check_dir(parent)?;
+        cache.dcache.invalidate(parent, name).map_err(fail)?;
+        Ok(0)
+    })
 }
 
-/// Evicts up to `n` unused entries, negatives first; returns how many.
+/// Evicts up to `n` unused entries, negatives first, then the least recently used positive
+/// ones (their inodes stay cached until `udc_forget`). `n` above `INT_MAX` is taken as
+/// `INT_MAX`.
+///
+/// Returns how many entries were evicted (>= 0), or `-EINVAL`, `-EBADF`.
 ///
 /// # Safety
 ///
 /// `cache` must be a live handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_shrink(cache: *mut udc_cache, n: usize) -> c_int {
-    let _ = (cache, n);
-    ffi_call(|| Err(libc::ENOSYS))
+    ffi_call(|| -> CResult {
+        // SAFETY: a live handle (the caller's contract), checked.
+        let cache = unsafe { handle::get(cache) }?;
+        let n = n.min(c_int::MAX as usize);
+        // At most `n`, which fits.
+        Ok(cache.dcache.shrink(n) as c_int)
+    })
 }

@@ -3,7 +3,7 @@
 use std::ffi::{c_char, c_int};
 use std::fmt::Write;
 
-use crate::args::{self, check_size, versioned};
+use crate::args::{self, versioned};
 use crate::errors::{CResult, ffi_call};
 use crate::handle::{self, udc_cache};
 
@@ -55,9 +55,9 @@ impl udc_stats {
             walk_fallbacks: s.walk_fallbacks,
             backend_lookups: s.backend_lookups,
             coalesced_misses: s.coalesced_misses,
-            readdir_hits: 0,
-            readdir_misses: 0,
-            complete_dir_negatives: 0,
+            readdir_hits: s.readdir_hits,
+            readdir_misses: s.readdir_misses,
+            complete_dir_negatives: s.complete_dir_negatives,
         }
     }
 
@@ -104,8 +104,8 @@ pub unsafe extern "C" fn udc_stats_get(cache: *const udc_cache, out: *mut udc_st
         let cache = unsafe { handle::get(cache) }?;
         // SAFETY: NULL or a writable udc_stats (the caller's contract).
         let out = unsafe { args::output(out) }?;
-        check_size(out)?;
-        *out = udc_stats::of(cache);
+        out.check_size()?;
+        out.write(udc_stats::of(cache));
         Ok(0)
     })
 }
@@ -136,8 +136,10 @@ pub unsafe extern "C" fn udc_stats_format(
             // SAFETY: `len` writable bytes at `buf` (the caller's contract); NULL is refused.
             let buf = unsafe { args::bytes_out(buf, len) }?;
             let n = text.len().min(len - 1);
-            buf[..n].copy_from_slice(&text.as_bytes()[..n]);
-            buf[n] = 0;
+            for (dst, &src) in buf.iter_mut().zip(&text.as_bytes()[..n]) {
+                dst.write(src);
+            }
+            buf[n].write(0);
         }
         Ok(c_int::try_from(text.len()).unwrap_or(c_int::MAX))
     })
