@@ -464,9 +464,10 @@ int udc_getattr(struct udc_cache *cache, uint64_t ino, struct udc_attr *out);
 
 /**
  * Caches `*attr` for `ino`, valid for `valid_ns` nanoseconds from now (0: expired at once,
- * which drops what was cached).
+ * which drops what was cached; `UINT64_MAX`: as good as forever).
  *
- * Returns 0, or `-ESTALE`, `-EINVAL` (NULL `attr`), `-EBADF`.
+ * Returns 0, or `-ESTALE`, `-EINVAL` (NULL `attr`; an expiry the clock cannot represent,
+ * which does not happen on Linux), `-EBADF`.
  *
  * # Safety
  *
@@ -548,7 +549,9 @@ int udc_lookup(struct udc_cache *cache,
 /**
  * The FUSE lookup: the cached answer, else the lookup callback's (filed in the cache, a
  * negative answer as a negative entry). Concurrent misses of one name make one callback call.
- * Every `UDC_POSITIVE` counts one lookup of `out->ino` (balance it with `udc_forget`).
+ * Every `UDC_POSITIVE` counts one lookup of `out->ino` (balance it with `udc_forget`). A miss
+ * in a directory whose complete listing is cached (see `udc_readdir`) is answered from it:
+ * `UDC_NEGATIVE` without a callback call or a negative entry.
  *
  * Returns `UDC_POSITIVE` (and fills `*out`), `UDC_NEGATIVE`, or `-errno`: the callback's own
  * error (not cached), `-ENOSYS` on a miss without a lookup callback, `-EIO` for a callback

@@ -107,9 +107,10 @@ pub unsafe extern "C" fn udc_getattr(cache: *mut udc_cache, ino: u64, out: *mut 
 }
 
 /// Caches `*attr` for `ino`, valid for `valid_ns` nanoseconds from now (0: expired at once,
-/// which drops what was cached).
+/// which drops what was cached; `UINT64_MAX`: as good as forever).
 ///
-/// Returns 0, or `-ESTALE`, `-EINVAL` (NULL `attr`), `-EBADF`.
+/// Returns 0, or `-ESTALE`, `-EINVAL` (NULL `attr`; an expiry the clock cannot represent,
+/// which does not happen on Linux), `-EBADF`.
 ///
 /// # Safety
 ///
@@ -126,11 +127,11 @@ pub unsafe extern "C" fn udc_setattr(
         let cache = unsafe { handle::get(cache) }?;
         // SAFETY: NULL or a udc_attr (the caller's contract).
         let attr = unsafe { args::input(attr) }?.attr();
+        // The cache keeps expiry times as u64 nanoseconds since it was made, so a validity is
+        // capped at half that range (292 years): forever, for any cache.
+        let valid = Duration::from_nanos(valid_ns.min(u64::MAX / 2));
         let now = Instant::now();
-        // A validity too long for the clock (centuries) is as good as forever.
-        let until = now
-            .checked_add(Duration::from_nanos(valid_ns))
-            .unwrap_or_else(|| now + Duration::from_secs(u64::from(u32::MAX)));
+        let until = now.checked_add(valid).ok_or(libc::EINVAL)?;
         cache.dcache.setattr(ino, &attr, until).map_err(fail)?;
         Ok(0)
     })

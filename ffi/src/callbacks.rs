@@ -10,6 +10,7 @@
 //! callbacks run at once when several threads miss different names.
 
 use std::ffi::{c_char, c_int, c_void};
+use std::ptr;
 use std::sync::Arc;
 
 use dcache::readdir::{Fill, FillError};
@@ -76,10 +77,15 @@ unsafe impl Send for Backend {}
 unsafe impl Sync for Backend {}
 
 impl Backend {
-    /// Whether a lookup callback was given.
-    pub(crate) fn has_lookup(&self) -> bool {
-        self.ops.lookup.is_some()
-    }
+    /// No callbacks (before `udc_set_ops`).
+    pub(crate) const NONE: Backend = Backend {
+        ops: udc_ops {
+            size: size_of::<udc_ops>(),
+            lookup: None,
+            readdir: None,
+            ctx: ptr::null_mut(),
+        },
+    };
 
     /// Whether a readdir callback was given.
     pub(crate) fn has_readdir(&self) -> bool {

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use dcache::{Error, Lookup, Resolved, Walk, epoch};
+use dcache::{Lookup, Resolved, Walk, epoch};
 
 use crate::args::{self, versioned};
 use crate::errors::{CResult, fail, ffi_call};
@@ -90,7 +90,9 @@ pub unsafe extern "C" fn udc_lookup(
 
 /// The FUSE lookup: the cached answer, else the lookup callback's (filed in the cache, a
 /// negative answer as a negative entry). Concurrent misses of one name make one callback call.
-/// Every `UDC_POSITIVE` counts one lookup of `out->ino` (balance it with `udc_forget`).
+/// Every `UDC_POSITIVE` counts one lookup of `out->ino` (balance it with `udc_forget`). A miss
+/// in a directory whose complete listing is cached (see `udc_readdir`) is answered from it:
+/// `UDC_NEGATIVE` without a callback call or a negative entry.
 ///
 /// Returns `UDC_POSITIVE` (and fills `*out`), `UDC_NEGATIVE`, or `-errno`: the callback's own
 /// error (not cached), `-ENOSYS` on a miss without a lookup callback, `-EIO` for a callback
@@ -115,10 +117,7 @@ pub unsafe extern "C" fn udc_resolve(
         // SAFETY: NULL or a writable udc_entry (the caller's contract).
         let out = unsafe { args::output(out) }?;
         cache.check_dir(parent)?;
-        let resolved = match cache.backend.get().filter(|b| b.has_lookup()) {
-            Some(fs) => cache.dcache.resolve(&**fs, parent, name).map_err(fail)?,
-            None => resolve_cached(cache, parent, name)?,
-        };
+        let resolved = cache.dcache.resolve(cache.callbacks(), parent, name).map_err(fail)?;
         match resolved {
             Resolved::Found(spec) => {
                 out.write(udc_entry::of(spec));
@@ -127,27 +126,6 @@ pub unsafe extern "C" fn udc_resolve(
             Resolved::Negative => Ok(UDC_NEGATIVE),
         }
     })
-}
-
-/// `udc_resolve` without a lookup callback: the cached answer (counting a lookup), or
-/// `ENOSYS`.
-fn resolve_cached(cache: &udc_cache, parent: u64, name: &[u8]) -> Result<Resolved, c_int> {
-    loop {
-        let spec = {
-            let guard = epoch::pin();
-            match cache.dcache.lookup(&guard, parent, name).map_err(fail)? {
-                Lookup::Hit(inode) => inode.spec(),
-                Lookup::Negative => return Ok(Resolved::Negative),
-                Lookup::Miss => return Err(libc::ENOSYS),
-            }
-        };
-        match cache.dcache.count_lookup(spec.ino) {
-            Ok(()) => return Ok(Resolved::Found(spec)),
-            // Forgotten since the lookup: look again.
-            Err(Error::UnknownInode(_)) => continue,
-            Err(e) => return Err(fail(e)),
-        }
-    }
 }
 
 /// Resolves `path` (`len` bytes, not NUL-terminated) from directory `root`, one lockless
