@@ -1,7 +1,8 @@
 //! Reading names: `udc_lookup` (lockless, cache only), `udc_resolve` (the FUSE lookup: cache,
-//! else the filesystem's callback) and `udc_walk` (a whole path, lockless).
+//! else the filesystem's callback), `udc_walk` (a whole path, lockless) and `udc_children` (a
+//! directory's positive children).
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 
 use dcache::{Lookup, Resolved, Walk, epoch};
 
@@ -173,5 +174,54 @@ pub unsafe extern "C" fn udc_walk(
         }
         out.write(r);
         Ok(r.kind as c_int)
+    })
+}
+
+/// Visitor of `udc_children`: called once per child with its name (`len` bytes, not
+/// NUL-terminated) and entry; return 0 to go on, non-zero to stop.
+pub type udc_child_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        name: *const c_char,
+        len: usize,
+        entry: *const udc_entry,
+    ) -> c_int,
+>;
+
+/// Visits the cached positive children of directory `dir`: a snapshot taken first, in no
+/// particular order, costing O(positive children) however many negative entries the
+/// directory has. `visit` runs on the calling thread with no cache lock held and may call any
+/// `udc_` function except `udc_cache_destroy`; it may be NULL, to count the children.
+///
+/// Returns the number of children visited (the one whose visit returned non-zero included),
+/// or `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-EINVAL`, `-EBADF`.
+///
+/// # Safety
+///
+/// `cache` must be a live handle; `visit` must be NULL or a function of the documented type.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udc_children(
+    cache: *mut udc_cache,
+    dir: u64,
+    visit: udc_child_fn,
+    ctx: *mut c_void,
+) -> c_int {
+    ffi_call(|| -> CResult {
+        // SAFETY: a live handle (the caller's contract), checked.
+        let cache = unsafe { handle::get(cache) }?;
+        let children = cache.dcache.children(dir).map_err(fail)?;
+        let mut visited: c_int = 0;
+        for child in &children {
+            visited = visited.saturating_add(1);
+            let Some(visit) = visit else { continue };
+            let entry = udc_entry::of(child.inode);
+            // SAFETY: `visit` is the caller's function of the documented type; the name and
+            // the entry live until it returns.
+            let stop = unsafe { visit(ctx, child.name.as_ptr().cast(), child.name.len(), &entry) };
+            if stop != 0 {
+                break;
+            }
+        }
+        Ok(visited)
     })
 }
