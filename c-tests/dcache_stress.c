@@ -65,6 +65,21 @@ static void print_state(dentry_state st) {
            (double)st.nr_negative * 100. / total);
 }
 
+/* ---- the two modes: what each step of the tool does ------------------------------------ */
+
+/* The steps of the tool, done by the library mode on a udcache cache or by the path mode on
+ * real paths. `other` selects the -o directory. */
+typedef struct {
+    void (*state)(void *m);                         /* print the dentry-state figures */
+    void (*watch_time)(void *m);                    /* print the "inotify time" */
+    void (*enter_temp)(void *m, char *dir_name);    /* make the temporary directory, enter it */
+    void (*access)(void *m, int other, const char *name);
+    void (*mknod_unlink)(void *m, const char *name);
+    void (*mkdir_chdir)(void *m, const char *name);
+    void (*remove_temp)(void *m, const char *dir_name); /* leave it and remove it */
+    void (*finish)(void *m);                        /* free everything */
+} mode;
+
 /* ---- library mode: an in-memory filesystem behind a udcache cache ------------------------ */
 
 /* The filesystem's names: a chained hash table of (parent, name) -> (ino, type). */
@@ -145,7 +160,8 @@ static int memfs_lookup(void *ctx, uint64_t parent, const char *name, size_t len
 typedef struct {
     udc_cache *cache;
     memfs fs;
-    uint64_t cwd, other; /* current and -o directories (0: none) */
+    uint64_t cwd, other, temp; /* current, -o and temporary directories (0: none) */
+    const char *other_name;
 } lib;
 
 static void lib_check(int ret, const char *what, const char *name) {
@@ -153,7 +169,8 @@ static void lib_check(int ret, const char *what, const char *name) {
         errx(2, "%s %s: %s", what, name, strerror(-ret));
 }
 
-static void lib_state(lib *l) {
+static void lib_state(void *m) {
+    lib *l = m;
     udc_stats s = {.size = sizeof s};
     lib_check(udc_stats_get(l->cache, &s), "udc_stats_get", "");
     dentry_state st = {(long)s.nr_dentry, (long)s.nr_unused, 0, 0, (long)s.nr_negative,
@@ -162,7 +179,9 @@ static void lib_state(lib *l) {
 }
 
 /* access(name): a lookup through the cache, which asks the filesystem on a miss. */
-static void lib_access(lib *l, uint64_t dir, const char *name) {
+static void lib_access(void *m, int other, const char *name) {
+    lib *l = m;
+    uint64_t dir = other ? l->other : l->cwd;
     udc_entry e;
     int r = udc_resolve(l->cache, dir, name, strlen(name), &e);
     lib_check(r, "resolve", name);
@@ -178,26 +197,89 @@ static uint64_t lib_create(lib *l, const char *name, uint32_t type) {
     return ino;
 }
 
-/* unlink: the filesystem's, the cache's, and the kernel's forget of the lookup. */
-static void lib_unlink(lib *l, uint64_t ino, const char *name) {
+/* mknod and unlink: the filesystem's, the cache's, and the kernel's forget of the lookup. */
+static void lib_mknod_unlink(void *m, const char *name) {
+    lib *l = m;
+    uint64_t ino = lib_create(l, name, UDC_TYPE_REG);
     memfs_remove(&l->fs, l->cwd, name);
     lib_check(udc_unlink(l->cache, l->cwd, name, strlen(name)), "unlink", name);
     lib_check(udc_forget(l->cache, ino, 1), "forget", name);
 }
 
-/* The "inotify time": a walk over the directory's cached children. */
-static void lib_children_time(lib *l, uint64_t dir) {
+static void lib_mkdir_chdir(void *m, const char *name) {
+    lib *l = m;
+    l->cwd = lib_create(l, name, UDC_TYPE_DIR);
+}
+
+/* The "inotify time": a walk over the temporary directory's cached children. */
+static void lib_children_time(void *m) {
+    lib *l = m;
     double tm = now();
-    lib_check(udc_children(l->cache, dir, NULL, NULL), "children", "");
+    lib_check(udc_children(l->cache, l->temp, NULL, NULL), "children", "");
     tm = now() - tm;
     printf("inotify time: %f seconds\n\n", tm);
 }
+
+/* The cache, its callbacks and the filesystem; the directories are made by lib_enter. */
+static void lib_init(lib *l, size_t buckets, const char *other) {
+    udc_config cfg;
+    udc_config_init(&cfg);
+    cfg.buckets = buckets;
+    lib_check(udc_cache_new(&cfg, &l->cache), "udc_cache_new", "");
+    l->fs.nbuckets = 1 << 16;
+    l->fs.buckets = calloc(l->fs.nbuckets, sizeof *l->fs.buckets);
+    l->fs.next_ino = 2;
+    if (!l->fs.buckets)
+        err(2, "calloc");
+    udc_ops ops = {.size = sizeof ops, .lookup = memfs_lookup, .ctx = &l->fs};
+    lib_check(udc_set_ops(l->cache, &ops), "udc_set_ops", "");
+    l->other_name = other;
+}
+
+/* mkdtemp in the root, and chdir; the -o directory beside it. */
+static void lib_enter(void *m, char *dir_name) {
+    lib *l = m;
+    srand((unsigned)getpid() ^ (unsigned)time(NULL));
+    for (char *x = strchr(dir_name, 'X'); x && *x; x++)
+        *x = "abcdefghijklmnopqrstuvwxyz0123456789"[rand() % 36];
+    l->cwd = UDC_ROOT_INO;
+    l->temp = lib_create(l, dir_name, UDC_TYPE_DIR);
+    if (l->other_name)
+        l->other = lib_create(l, l->other_name, UDC_TYPE_DIR);
+    l->cwd = l->temp;
+}
+
+/* rmdir: the filesystem's, the cache's (the directory and every entry below it), and the
+ * kernel's forget of the directory. */
+static void lib_remove(void *m, const char *dir_name) {
+    lib *l = m;
+    memfs_remove(&l->fs, UDC_ROOT_INO, dir_name);
+    lib_check(udc_invalidate(l->cache, UDC_ROOT_INO, dir_name, strlen(dir_name)), "invalidate",
+              dir_name);
+    lib_check(udc_forget(l->cache, l->temp, 1), "forget", dir_name);
+}
+
+static void lib_finish(void *m) {
+    lib *l = m;
+    udc_cache_destroy(l->cache);
+    memfs_free(&l->fs);
+}
+
+static const mode library_mode = {lib_state,       lib_children_time, lib_enter,
+                                  lib_access,      lib_mknod_unlink,  lib_mkdir_chdir,
+                                  lib_remove,      lib_finish};
 
 /* ---- path mode ---------------------------------------------------------------------------- */
 
 static const char *stats_file = "/proc/sys/fs/dentry-state";
 
-static void path_state(void) {
+typedef struct {
+    const char *root; /* -D */
+    int other;        /* the -o directory, or -1 */
+} paths;
+
+static void path_state(void *m) {
+    (void)m;
     dentry_state st;
     FILE *f = fopen(stats_file, "r");
     if (!f)
@@ -209,16 +291,69 @@ static void path_state(void) {
     print_state(st);
 }
 
-static void path_inotify_time(const char *path) {
+static void path_inotify_time(void *m) {
+    (void)m;
     int fd = inotify_init1(0);
     if (fd < 0)
         err(2, "inotify_init1");
     double tm = now();
-    inotify_add_watch(fd, path, IN_OPEN);
+    inotify_add_watch(fd, ".", IN_OPEN);
     tm = now() - tm;
     printf("inotify time: %f seconds\n\n", tm);
     close(fd);
 }
+
+static void path_enter(void *m, char *dir_name) {
+    paths *p = m;
+    if (chdir(p->root))
+        err(2, "chdir %s", p->root);
+    if (!mkdtemp(dir_name))
+        err(2, "mkdtemp");
+    if (chdir(dir_name))
+        err(2, "chdir");
+}
+
+static void path_access(void *m, int other, const char *name) {
+    paths *p = m;
+    if (other)
+        faccessat(p->other, name, F_OK, 0);
+    else
+        access(name, F_OK);
+}
+
+static void path_mknod_unlink(void *m, const char *name) {
+    (void)m;
+    if (mknod(name, S_IFREG, 0))
+        err(2, "mknod %s", name);
+    if (unlink(name))
+        err(2, "unlink %s", name);
+}
+
+static void path_mkdir_chdir(void *m, const char *name) {
+    (void)m;
+    if (mkdir(name, 0775))
+        err(2, "mkdir %s", name);
+    if (chdir(name))
+        err(2, "chdir %s", name);
+}
+
+static void path_remove(void *m, const char *dir_name) {
+    (void)m;
+    if (chdir(".."))
+        err(2, "chdir");
+    if (rmdir(dir_name))
+        err(2, "rmdir");
+}
+
+static void path_finish(void *m) {
+    paths *p = m;
+    if (p->other >= 0)
+        close(p->other);
+}
+
+static const mode path_mode = {path_state,       path_inotify_time, path_enter,
+                               path_access,      path_mknod_unlink, path_mkdir_chdir,
+                               path_remove,      path_finish};
 
 /* ---- the tool ----------------------------------------------------------------------------- */
 
@@ -251,33 +386,13 @@ static void make_name(char *name, size_t size, const options *o, int iteration, 
         errx(2, "prefix too long");
 }
 
-static int run_library(const options *o) {
-    lib l = {0};
-    udc_config cfg;
-    udc_config_init(&cfg);
-    cfg.buckets = o->buckets;
-    lib_check(udc_cache_new(&cfg, &l.cache), "udc_cache_new", "");
-    l.fs.nbuckets = 1 << 16;
-    l.fs.buckets = calloc(l.fs.nbuckets, sizeof *l.fs.buckets);
-    l.fs.next_ino = 2;
-    if (!l.fs.buckets)
-        err(2, "calloc");
-    udc_ops ops = {.size = sizeof ops, .lookup = memfs_lookup, .ctx = &l.fs};
-    lib_check(udc_set_ops(l.cache, &ops), "udc_set_ops", "");
-
+/* The tool: the same steps and output lines in either mode. */
+static int flood(const options *o, const mode *md, void *m) {
     char dir_name[] = "dcache_stress.XXXXXX", name[300];
-    srand((unsigned)getpid() ^ (unsigned)time(NULL));
-    for (char *x = strchr(dir_name, 'X'); *x; x++)
-        *x = "abcdefghijklmnopqrstuvwxyz0123456789"[rand() % 36];
-    l.cwd = UDC_ROOT_INO;
-    uint64_t tmp_ino = lib_create(&l, dir_name, UDC_TYPE_DIR);
-    if (o->other)
-        l.other = lib_create(&l, o->other, UDC_TYPE_DIR);
-    l.cwd = tmp_ino;
-
-    lib_state(&l);
+    md->enter_temp(m, dir_name);
+    md->state(m);
     if (!o->chdir_each)
-        lib_children_time(&l, tmp_ino);
+        md->watch_time(m);
     printf("working in temporary directory %s\n\n", dir_name);
 
     long long total = 0;
@@ -286,120 +401,39 @@ static int run_library(const options *o) {
         double tm = now();
         for (int i = 0; i < o->names; i++) {
             make_name(name, sizeof name, o, it, i);
-            if (o->unlink_each) {
-                lib_unlink(&l, lib_create(&l, name, UDC_TYPE_REG), name);
-            } else if (o->chdir_each) {
-                l.cwd = lib_create(&l, name, UDC_TYPE_DIR);
-            } else {
-                lib_access(&l, l.cwd, name);
-            }
+            if (o->unlink_each)
+                md->mknod_unlink(m, name);
+            else if (o->chdir_each)
+                md->mkdir_chdir(m, name);
+            else
+                md->access(m, 0, name);
             if (o->twice)
-                lib_access(&l, l.cwd, name);
-            if (l.other) {
-                lib_access(&l, l.other, name);
+                md->access(m, 0, name);
+            if (o->other) {
+                md->access(m, 1, name);
                 if (o->twice)
-                    lib_access(&l, l.other, name);
+                    md->access(m, 1, name);
             }
         }
         total += o->names;
         tm = now() - tm;
         printf("iteration %d complete in %f seconds, total names %lld\n\n", it, tm, total);
-        lib_state(&l);
+        md->state(m);
         if (!o->chdir_each)
-            lib_children_time(&l, tmp_ino);
+            md->watch_time(m);
     }
 
-    int status = 0;
     if (o->chdir_each) {
         printf("leave temporary directory %s\n", dir_name);
     } else {
-        /* rmdir: the filesystem's, the cache's (the directory and every entry below it), and
-         * the kernel's forget of the directory. */
         printf("removing temporary directory %s\n", dir_name);
         double tm = now();
-        memfs_remove(&l.fs, UDC_ROOT_INO, dir_name);
-        lib_check(udc_invalidate(l.cache, UDC_ROOT_INO, dir_name, strlen(dir_name)),
-                  "invalidate", dir_name);
-        lib_check(udc_forget(l.cache, tmp_ino, 1), "forget", dir_name);
+        md->remove_temp(m, dir_name);
         tm = now() - tm;
         printf("remove complete in %f seconds\n\n", tm);
-        lib_state(&l);
+        md->state(m);
     }
-    udc_cache_destroy(l.cache);
-    memfs_free(&l.fs);
-    return status;
-}
-
-static int run_paths(const options *o) {
-    char dir_name[] = "dcache_stress.XXXXXX", name[300];
-    int other = -1;
-    if (o->other) {
-        other = open(o->other, O_RDONLY | O_DIRECTORY);
-        if (other < 0)
-            err(2, "open %s", o->other);
-    }
-    if (chdir(o->root))
-        err(2, "chdir %s", o->root);
-    if (!mkdtemp(dir_name))
-        err(2, "mkdtemp");
-    if (chdir(dir_name))
-        err(2, "chdir");
-
-    path_state();
-    if (!o->chdir_each)
-        path_inotify_time(".");
-    printf("working in temporary directory %s\n\n", dir_name);
-
-    long long total = 0;
-    for (int it = 1; it <= o->iterations; it++) {
-        printf("start iteration %d, %d names\n", it, o->names);
-        double tm = now();
-        for (int i = 0; i < o->names; i++) {
-            make_name(name, sizeof name, o, it, i);
-            if (o->unlink_each) {
-                if (mknod(name, S_IFREG, 0))
-                    err(2, "mknod %s", name);
-                if (unlink(name))
-                    err(2, "unlink %s", name);
-            } else if (o->chdir_each) {
-                if (mkdir(name, 0775))
-                    err(2, "mkdir %s", name);
-                if (chdir(name))
-                    err(2, "chdir %s", name);
-            } else {
-                access(name, F_OK);
-            }
-            if (o->twice)
-                access(name, F_OK);
-            if (other >= 0) {
-                faccessat(other, name, F_OK, 0);
-                if (o->twice)
-                    faccessat(other, name, F_OK, 0);
-            }
-        }
-        total += o->names;
-        tm = now() - tm;
-        printf("iteration %d complete in %f seconds, total names %lld\n\n", it, tm, total);
-        path_state();
-        if (!o->chdir_each)
-            path_inotify_time(".");
-    }
-
-    if (o->chdir_each) {
-        printf("leave temporary directory %s\n", dir_name);
-        return 0;
-    }
-    if (chdir(".."))
-        err(2, "chdir");
-    printf("removing temporary directory %s\n", dir_name);
-    double tm = now();
-    if (rmdir(dir_name))
-        err(2, "rmdir");
-    tm = now() - tm;
-    printf("remove complete in %f seconds\n\n", tm);
-    path_state();
-    if (other >= 0)
-        close(other);
+    md->finish(m);
     return 0;
 }
 
@@ -432,5 +466,13 @@ int main(int argc, char **argv) {
         return 1;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    return o.root ? run_paths(&o) : run_library(&o);
+    if (o.root) {
+        paths p = {.root = o.root, .other = -1};
+        if (o.other && (p.other = open(o.other, O_RDONLY | O_DIRECTORY)) < 0)
+            err(2, "open %s", o.other);
+        return flood(&o, &path_mode, &p);
+    }
+    lib l = {0};
+    lib_init(&l, o.buckets, o.other);
+    return flood(&o, &library_mode, &l);
 }

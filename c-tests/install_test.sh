@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs libudcache into a temporary prefix with scripts/install.sh, then builds and runs a
 # small C program in a directory outside the repository using only
-# `pkg-config --cflags --libs udcache` (shared) and `pkg-config --static ...` (static).
+# `pkg-config --cflags --libs udcache` (shared) and `pkg-config --static ...` (static); the
+# example of ffi/README.md too.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/udcache-install.XXXXXX")
@@ -44,5 +45,10 @@ run cc -std=c11 -Wall -Wextra -Werror hello.c $cflags "$libdir/libudcache.a" \
     $(pkg-config --static --libs-only-l udcache | sed 's/-ludcache//') -o hello-static
 run ./hello-static
 run sh -c '! ldd ./hello-static | grep -q libudcache'
+# The example of ffi/README.md (its first C block) builds and runs the same way.
+sed -n '/^```c$/,/^```$/p' "$root/ffi/README.md" | sed '1d;$d' > readme.c
+# shellcheck disable=SC2046
+run cc -std=c11 -Wall -Wextra -Werror readme.c $(pkg-config --cflags --libs udcache) -o readme
+run sh -c "LD_LIBRARY_PATH='$tmp/prefix/lib' ./readme | grep -q '^inode 3, fs_data 7$'"
 echo "install: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -79,24 +79,13 @@ out:
     return ret;
 }
 
-typedef struct {
-    uint64_t state;
-} rng;
-
-static uint64_t next(rng *r) { /* SplitMix64 */
-    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* Removes a random present entry and creates a new one at the end, then tells the cache. */
 static void *modify(void *arg) {
     rng r = {.state = (uint64_t)(uintptr_t)arg};
     long changes = 0;
     while (atomic_load(&modifying) && changes < max_changes) {
         pthread_mutex_lock(&dir.lock);
-        size_t victim = (size_t)(next(&r) % dir.len);
+        size_t victim = (size_t)(rng_next(&r) % dir.len);
         if (dir.present[victim]) {
             dir.present[victim] = 0;
             dir.touched[victim] = 1;
@@ -108,7 +97,7 @@ static void *modify(void *arg) {
         uint64_t v = ++dir.verifier;
         pthread_mutex_unlock(&dir.lock);
         /* Half the time the new verifier is known, half the time not. */
-        int ret = udc_dir_changed(cache, DIR_INO, next(&r) % 2 ? v : 0);
+        int ret = udc_dir_changed(cache, DIR_INO, rng_next(&r) % 2 ? v : 0);
         if (ret != 0)
             CHECK_EQ(ret, 0);
         changes++;

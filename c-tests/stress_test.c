@@ -51,18 +51,7 @@ static atomic_long failures_reported;
             fprintf(stderr, __VA_ARGS__);                                                 \
     } while (0)
 
-typedef struct {
-    uint64_t state;
-} rng;
-
-static uint64_t next(rng *r) { /* SplitMix64 */
-    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int below(rng *r, int n) { return (int)(next(r) % (uint64_t)n); }
+static int below(rng *r, int n) { return (int)(rng_next(r) % (uint64_t)n); }
 
 static int name_of(char *buf, char kind, int k) { return snprintf(buf, 16, "%c%d", kind, k); }
 
@@ -81,6 +70,9 @@ static int fs_lookup(void *ctx, uint64_t parent, const char *name, size_t len, u
         return -EIO;
     }
     atomic_fetch_add(&cb_calls[d][k], 1);
+    /* A slow filesystem: concurrent misses of one name overlap, and must wait for this call. */
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
     if (k % 2)
         return 0;
     uint64_t ino = CB_INO(d, k);
@@ -175,7 +167,7 @@ static void *run(void *arg) {
         } else { /* attributes of a directory: never a torn snapshot */
             udc_attr at;
             if (op < 98) {
-                uint64_t v = next(&r) >> 1;
+                uint64_t v = rng_next(&r) >> 1;
                 udc_attr set = {.size = v, .blocks = v, .mtime_sec = (int64_t)v,
                                 .nlink = (uint32_t)v};
                 ret = udc_setattr(cache, DIR_INO(d), &set, 1000000000ull);

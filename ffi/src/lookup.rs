@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use dcache::{Lookup, Resolved, Walk, epoch};
 
-use crate::args::{self, versioned};
+use crate::args::{self, Out, versioned};
 use crate::errors::{CResult, fail, ffi_call};
 use crate::handle::{self, udc_cache};
 use crate::types::udc_entry;
@@ -50,6 +50,28 @@ pub struct udc_walk_result {
 }
 versioned!(udc_walk_result);
 
+/// The arguments of `udc_lookup` and `udc_resolve`, checked: the handle, the name, the output
+/// pointer, and `parent` a cached directory.
+///
+/// # Safety
+///
+/// `cache` must be a live handle; `name` must point to `len` readable bytes; `out` must be NULL
+/// or point to a writable `udc_entry`; all for `'a`.
+unsafe fn read_args<'a>(
+    cache: *mut udc_cache,
+    parent: u64,
+    name: *const c_char,
+    len: usize,
+    out: *mut udc_entry,
+) -> Result<(&'a udc_cache, &'a [u8], Out<'a, udc_entry>), c_int> {
+    // SAFETY: the caller's contract, as documented.
+    let (cache, name) = unsafe { handle::get_named(cache, name, len) }?;
+    // SAFETY: NULL or a writable udc_entry (the caller's contract).
+    let out = unsafe { args::output(out) }?;
+    cache.check_dir(parent)?;
+    Ok((cache, name, out))
+}
+
 /// Looks `name` up in directory `parent` in the cache only: lockless (a hit writes nothing
 /// shared but one bit, once), never calls the filesystem, counts no lookup.
 ///
@@ -70,13 +92,8 @@ pub unsafe extern "C" fn udc_lookup(
     out: *mut udc_entry,
 ) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
-        let cache = unsafe { handle::get(cache) }?;
-        // SAFETY: `len` readable bytes at `name` (the caller's contract), checked.
-        let name = unsafe { args::name(name, len) }?;
-        // SAFETY: NULL or a writable udc_entry (the caller's contract).
-        let out = unsafe { args::output(out) }?;
-        cache.check_dir(parent)?;
+        // SAFETY: the caller's contract, as documented.
+        let (cache, name, out) = unsafe { read_args(cache, parent, name, len, out) }?;
         let guard = epoch::pin();
         match cache.dcache.lookup(&guard, parent, name).map_err(fail)? {
             Lookup::Hit(inode) => {
@@ -111,13 +128,8 @@ pub unsafe extern "C" fn udc_resolve(
     out: *mut udc_entry,
 ) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
-        let cache = unsafe { handle::get(cache) }?;
-        // SAFETY: `len` readable bytes at `name` (the caller's contract), checked.
-        let name = unsafe { args::name(name, len) }?;
-        // SAFETY: NULL or a writable udc_entry (the caller's contract).
-        let out = unsafe { args::output(out) }?;
-        cache.check_dir(parent)?;
+        // SAFETY: the caller's contract, as documented.
+        let (cache, name, out) = unsafe { read_args(cache, parent, name, len, out) }?;
         let resolved = cache.dcache.resolve(cache.callbacks(), parent, name).map_err(fail)?;
         match resolved {
             Resolved::Found(spec) => {
