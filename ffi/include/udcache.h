@@ -14,8 +14,10 @@
  *     -EBADF: a best-effort check, since a freed handle may be reused memory.
  *   - Structs that may grow in later versions start with a `size` field: set it to
  *     sizeof(the struct) before passing it (udc_config_init does it for udc_config).
- *   - No Rust panic unwinds into C: a panic (a bug in the library) returns -EIO and the cache
- *     stays usable. Running out of memory aborts the process.
+ *   - No Rust panic unwinds into C: a panic (a bug in the library) returns -EIO, and later
+ *     calls neither deadlock nor crash, but the cache's contents may then be inconsistent:
+ *     after an -EIO that no callback returned, destroy the cache and make a new one. Running
+ *     out of memory aborts the process.
  *
  * THREADS
  *   - Every function is thread-safe on one cache handle, from any number of threads at once,
