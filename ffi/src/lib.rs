@@ -17,7 +17,7 @@
 //!   callback may call, is in [`callbacks`].
 //!
 //! Module map: [`handle`] (config, new, destroy), [`args`] (names and pointers from C),
-//! [`types`] (file types, entries), [`lookup`] (lookup, resolve, walk), [`ops`] (add, unlink,
+//! [`types`] (file types, entries), [`lookup`] (lookup, resolve, walk, children), [`ops`] (add, unlink,
 //! rename, forget, invalidate, shrink), [`attr`], [`readdir`], [`stats`], [`callbacks`],
 //! [`errors`].
 
