@@ -727,7 +727,8 @@ static void test_readdir(void) {
 
 static void test_invalidate_shrink_stats(void) {
     udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
-    udc_entry d = ent(2, UDC_TYPE_DIR, 0), sub = ent(3, UDC_TYPE_DIR, 0), f = ent(4, UDC_TYPE_REG, 0);
+    udc_entry d = ent(2, UDC_TYPE_DIR, 0), sub = ent(3, UDC_TYPE_DIR, 0);
+    udc_entry f = ent(4, UDC_TYPE_REG, 0);
     CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d"), &d), 0);
     CHECK_EQ(udc_add(c, 2, S("sub"), &sub), 0);
     CHECK_EQ(udc_add(c, 3, S("f"), &f), 0);
