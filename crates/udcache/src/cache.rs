@@ -8,7 +8,7 @@
 //!   neghash's referenced bit, and only when clear.
 //! - **Inode table** (`inodes`): a second neghash table holding only positive entries, keyed
 //!   `(0, ino as 8 bytes)`, value an `InodeRef` (inodes live in a `udcache-gp` pool: see
-//!   [`crate::recycle`]); lock-free to read (for `getattr`, `..` and the
+//!   `recycle.rs`); lock-free to read (for `getattr`, `..` and the
 //!   walk's root). An inode is on it from its first `add` until `forget` takes its lookup count
 //!   to zero. A new inode is reachable through its first dentry a moment before it is on the
 //!   table (both under its stripe lock, so `forget` and `count_lookup` wait for it; a racing

@@ -4,7 +4,7 @@
 //!
 //! - `ino`, `kind` and `fs_data` never change while the inode is cached: a reader holding
 //!   `&Inode` needs no lock for them. (A recycled inode object gets new ones, but only after a
-//!   grace period: see [`crate::recycle`].)
+//!   grace period: see `recycle.rs`.)
 //! - `lookups` (FUSE's `nlookup`) changes only under the inode's stripe lock in
 //!   [`Dcache`](crate::Dcache); it is atomic so that readers can report it.
 //! - `parent` (directories only: the inode number `..` leads to) changes only inside a rename
@@ -15,7 +15,7 @@
 //! - The attributes are a sequence-counted snapshot (see [`crate::attr`]).
 //! - A directory's [`DirState`] (its positive children and its listing cache) has its own
 //!   rules: see [`crate::tree`] and [`crate::listing`].
-//! - Retire: an inode is reference counted ([`InodeRef`](crate::recycle::InodeRef)); each
+//! - Retire: an inode is reference counted (`InodeRef`); each
 //!   dentry and the inode table hold one count, and the last count returns it to its
 //!   `udcache-gp` pool, which reuses it only after a grace period, so `&Inode` borrowed under
 //!   a guard stays the same file while the guard lives.
@@ -103,7 +103,7 @@ impl Inode {
         self.pool
     }
 
-    /// The count of [`InodeRef`](crate::recycle::InodeRef)s on it.
+    /// The count of `InodeRef`s on it.
     pub(crate) fn count(&self) -> &AtomicUsize {
         &self.refs
     }

@@ -24,7 +24,8 @@
 //!   A positive dentry's value is a pointer to its [`Inode`], swapped atomically by writers and
 //!   released through the epoch (see `dentry.rs`), so a reader under a guard never sees freed
 //!   memory.
-//! - **Inodes** live in a `udcache-gp` pool (recycled only after a grace period) and carry the number, type and a word of the filesystem's own, a FUSE lookup count
+//! - **Inodes** live in a `udcache-gp` pool (recycled only after a grace period) and carry
+//!   the number, type and a word of the filesystem's own, a FUSE lookup count
 //!   ([`Dcache::forget`]), `..` for directories, and cached attributes that readers copy as one
 //!   consistent snapshot without locks (a sequence count of atomic words: see `attr.rs` for
 //!   why not the `seqlock` crate).
