@@ -839,28 +839,13 @@ static void test_children(void) {
     udc_cache_destroy(c);
 }
 
-/* ---- known udcache bugs: reported as xfail until fixed ------------------------------------- */
+/* ---- regressions --------------------------------------------------------------------------- */
 
-static int xfailed;
-
-/* A check that fails today because of a known bug in the udcache crate (not in the C ABI):
- * reported, not counted as a failure; once it passes it counts as passed and says so. */
-#define XFAIL_CHECK(cond, bug)                                                            \
-    do {                                                                                  \
-        if (cond) {                                                                       \
-            CHECK(cond);                                                                  \
-            fprintf(stderr, "xpass: %s -- fixed: make it a CHECK\n", bug);                \
-        } else {                                                                          \
-            xfailed++;                                                                    \
-            fprintf(stderr, "xfail: %s\n", bug);                                          \
-        }                                                                                 \
-    } while (0)
-
-/* Negative entries made by udc_unlink (and by udc_rename's source) under a directory survive
- * udc_invalidate and the last udc_forget of that directory: only udc_add_negative marks the
- * directory as having negatives to sweep. A reused directory inode number then answers
- * "does not exist" for a name that may exist. */
-static void test_known_bugs(void) {
+/* Negative entries made by udc_unlink (not only by udc_add_negative) under a directory go with
+ * udc_invalidate and the last udc_forget of that directory, so a reused directory inode number
+ * does not answer "does not exist" for a name that may exist. (Found by this test; fixed in the
+ * udcache crate.) */
+static void test_unlink_negatives_go_with_their_directory(void) {
     udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
     udc_entry d = ent(2, UDC_TYPE_DIR, 0), f = ent(3, UDC_TYPE_REG, 0);
     CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d"), &d), 0);
@@ -868,12 +853,10 @@ static void test_known_bugs(void) {
     CHECK_EQ(udc_unlink(c, 2, S("f")), 0);
     CHECK_EQ(look(c, 2, "f", NULL), UDC_NEGATIVE);
     CHECK_EQ(udc_invalidate(c, UDC_ROOT_INO, S("d")), 0);
-    XFAIL_CHECK(look(c, 2, "f", NULL) == UDC_MISS,
-                "udcache: a negative made by unlink survives invalidate of its directory");
+    CHECK_EQ(look(c, 2, "f", NULL), UDC_MISS);
     CHECK_EQ(udc_forget(c, 2, 1), 0); /* the directory's inode number may now be reused */
     CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("other"), &d), 0);
-    XFAIL_CHECK(look(c, 2, "f", NULL) == UDC_MISS,
-                "udcache: a reused directory inode number inherits unlink-made negatives");
+    CHECK_EQ(look(c, 2, "f", NULL), UDC_MISS);
     udc_cache_destroy(c);
 }
 
@@ -888,8 +871,6 @@ int main(void) {
     test_readdir();
     test_invalidate_shrink_stats();
     test_children();
-    test_known_bugs();
-    if (xfailed)
-        printf("api: %d checks xfail (known udcache bugs, see stderr)\n", xfailed);
+    test_unlink_negatives_go_with_their_directory();
     return check_summary("api");
 }

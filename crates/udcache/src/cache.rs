@@ -31,9 +31,11 @@
 //!   and the parent's children map kept in step (see [`crate::tree`]); inodes leave only by
 //!   `forget`.
 
+use std::mem::ManuallyDrop;
 use std::num::NonZeroUsize;
 use std::time::Instant;
 
+use udcache_gp::GpPool;
 use udcache_readdir::ReaddirCache;
 
 use udcache_neghash::{Held, NegHash, epoch, epoch::Guard};
@@ -45,7 +47,7 @@ use crate::fetch::Inflight;
 use crate::inode::{FileType, Inode, InodeSpec};
 use crate::listing;
 use crate::name::validate_name;
-use crate::recycle::{InodeRef, Pool};
+use crate::recycle::InodeRef;
 use crate::rename::{RenameHold, RenameSeq};
 use crate::stats::{Events, Stats};
 use crate::sync::{Mutex, lock};
@@ -148,7 +150,7 @@ pub struct Dcache {
     unlink: UnlinkPolicy,
     clock: Instant,
     pub(crate) readdir_cache: ReaddirCache,
-    pool: Pool,
+    pool: ManuallyDrop<Box<GpPool<Inode>>>,
 }
 
 fn ino_key(ino: u64) -> [u8; 8] {
@@ -169,14 +171,10 @@ impl Dcache {
             unlink: config.unlink,
             clock: Instant::now(),
             readdir_cache: ReaddirCache::new(config.readdir_pages, config.page_entries),
-            // One pool per process; loom models need their objects made inside the model.
-            #[cfg(not(loom))]
-            pool: crate::recycle::shared_pool(),
-            #[cfg(loom)]
-            pool: crate::recycle::new_pool(),
+            pool: ManuallyDrop::new(crate::recycle::new_pool()),
         };
         let root = InodeSpec { ino: ROOT_INO, kind: FileType::Directory, fs_data: 0 };
-        let root = InodeRef::new(cache.pool, root, ROOT_INO, 1);
+        let root = InodeRef::new(&cache.pool, root, ROOT_INO, 1);
         drop(cache.inodes.insert(
             INODE_KEY_PARENT,
             &ino_key(ROOT_INO),
@@ -289,7 +287,7 @@ impl Dcache {
                 return Err(Error::DirectoryAlias(spec.ino));
             }
             Some(i) => i.clone(),
-            None => InodeRef::new(self.pool, spec, parent, 0),
+            None => InodeRef::new(&self.pool, spec, parent, 0),
         };
         let names = self.lock_names((parent, name), None);
         let guard = epoch::pin();
@@ -590,13 +588,20 @@ impl Dcache {
 }
 
 impl Drop for Dcache {
-    /// Gives back every inode count the tables hold, now: the tables' entries are freed after
-    /// a grace period, possibly after this thread (or the process's thread-locals) are gone,
-    /// and an inode must return to its pool while the pool's machinery is up.
+    /// Gives back every inode count the tables hold, now (the tables' entries are freed a
+    /// grace period later), then drops the pool, which frees every inode (see `recycle.rs`).
     fn drop(&mut self) {
         for table in [&self.names, &self.inodes] {
             table.for_each_entry(|e| drop(e.value().take(&Exclusive)));
         }
+        let s = self.pool.stats();
+        debug_assert_eq!(s.objects, s.parked, "an inode count outlived its cache");
+        #[cfg(not(loom))]
+        // SAFETY: dropped once, here; every inode is back in the pool (no count left, checked
+        // above in debug builds), so nothing will free into it or read its address again.
+        unsafe {
+            ManuallyDrop::drop(&mut self.pool)
+        };
     }
 }
 

@@ -2,8 +2,8 @@
 //!
 //! # Rules
 //!
-//! - Every inode object comes from one [`GpPool`] (process-wide; one per cache under loom) and
-//!   goes back to it when its last [`InodeRef`] is dropped. The pool parks it with a
+//! - Every inode object comes from its cache's [`GpPool`] and goes back to it when its last
+//!   [`InodeRef`] is dropped. The pool parks it with a
 //!   grace-period cookie and hands it out again — re-initialised for another file, perhaps
 //!   under the same inode number — only once every reader pinned at the free has unpinned
 //!   (2022's "require an RCU grace period before inode recycle", without the stall: the pool
@@ -14,6 +14,10 @@
 //!   held by writers. Increments are `Relaxed` (a count is only copied from a live one); the
 //!   decrement is `Release` and the last one is followed by an `Acquire` fence, so every use
 //!   through any count happens before the free (the `Arc` argument).
+//! - Lifetime: a cache gives back every count it holds when it is dropped (its tables' slots
+//!   are emptied at once, not when their entries are freed), then drops its pool, which frees
+//!   the parked inodes (after their grace periods). Under loom the pool is leaked instead: a
+//!   model's deferred functions may run after the model.
 //! - The pool never drops a parked inode's contents before reuse (it re-initialises in place,
 //!   with the pool's hook, owning it exclusively), so memory under a late reader always holds
 //!   a valid `Inode`. A recycled inode's heavy parts (alias list, directory state) are let go
@@ -21,37 +25,46 @@
 
 use std::ops::Deref;
 use std::ptr::NonNull;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use udcache_gp::{GpPool, PoolBox, PoolConfig};
 
 use crate::inode::{Inode, InodeSpec};
 use crate::sync::{Ordering, fence};
 
-/// The pool inodes come from, as stored in each inode (to free itself into).
-pub(crate) type Pool = &'static GpPool<Inode>;
+/// The pool an inode returns to, as each inode stores it.
+#[derive(Clone, Copy)]
+pub(crate) struct Pool(NonNull<GpPool<Inode>>);
 
-/// A pool of inodes; `'static` because counts on its inodes may be dropped after the cache
-/// that made them (a name-table entry is freed a grace period after its removal).
-pub(crate) fn new_pool() -> Pool {
-    let me: &'static OnceLock<Pool> = Box::leak(Box::new(OnceLock::new()));
+// SAFETY: a shared pointer to a pool, which is `Sync`; the pool outlives every inode it made
+// (a cache drops its pool only after every count is given back: see `Dcache`'s drop).
+unsafe impl Send for Pool {}
+// SAFETY: as above.
+unsafe impl Sync for Pool {}
+
+impl Deref for Pool {
+    type Target = GpPool<Inode>;
+    fn deref(&self) -> &GpPool<Inode> {
+        // SAFETY: the pool outlives its inodes (see the `Send` impl).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+/// A cache's pool of inodes. Each inode remembers it (to free itself into), so it is boxed
+/// (its address stable) and told its own address before the first allocation.
+pub(crate) fn new_pool() -> Box<GpPool<Inode>> {
+    let me: Arc<OnceLock<Pool>> = Arc::new(OnceLock::new());
+    let mine = me.clone();
     // Under loom a model frees a handful of inodes: ask for a grace period at every free so
     // that reuse happens within the model.
     let config = PoolConfig::default().with_request_every(if cfg!(loom) { 1 } else { 64 });
-    let pool: Pool = Box::leak(Box::new(GpPool::with_config(
+    let pool = Box::new(GpPool::with_config(
         config,
-        move || Inode::blank(me.get().expect("set before the first alloc")),
+        move || Inode::blank(*mine.get().expect("set before the first alloc")),
         Inode::recycle,
-    )));
-    assert!(me.set(pool).is_ok(), "set once");
+    ));
+    assert!(me.set(Pool(NonNull::from(&*pool))).is_ok(), "set once");
     pool
-}
-
-/// The pool of this process (outside loom models).
-#[cfg(not(loom))]
-pub(crate) fn shared_pool() -> Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(new_pool)
 }
 
 /// One counted reference to a pooled inode (what `Arc<Inode>` would be).
@@ -65,7 +78,7 @@ unsafe impl Sync for InodeRef {}
 
 impl InodeRef {
     /// A new inode from `pool` with one count.
-    pub(crate) fn new(pool: Pool, spec: InodeSpec, parent: u64, lookups: u64) -> Self {
+    pub(crate) fn new(pool: &GpPool<Inode>, spec: InodeSpec, parent: u64, lookups: u64) -> Self {
         let mut b = pool.alloc();
         b.init(spec, parent, lookups);
         InodeRef(PoolBox::into_raw(b))
@@ -156,6 +169,7 @@ impl Drop for InodeRef {
         }
         fence(Ordering::Acquire);
         let pool = self.pool();
+        let pool: &GpPool<Inode> = &pool;
         // SAFETY: the last count is gone and every path to the inode (slots, the inode table)
         // held a count, so it is unpublished; it came from this pool's `into_raw` (`new`) and
         // is freed once. Readers still pinned keep seeing it until its grace period ends.
