@@ -24,7 +24,8 @@
 //!   A positive dentry's value is a pointer to its [`Inode`], swapped atomically by writers and
 //!   released through the epoch (see `dentry.rs`), so a reader under a guard never sees freed
 //!   memory.
-//! - **Inodes** carry the number, type and a word of the filesystem's own, a FUSE lookup count
+//! - **Inodes** live in a `udcache-gp` pool (recycled only after a grace period) and carry
+//!   the number, type and a word of the filesystem's own, a FUSE lookup count
 //!   ([`Dcache::forget`]), `..` for directories, and cached attributes that readers copy as one
 //!   consistent snapshot without locks (a sequence count of atomic words: see `attr.rs` for
 //!   why not the `seqlock` crate).
@@ -95,12 +96,15 @@
 //! aliases and children maps (`tests/writers.rs`), loom models of a walk against a rename,
 //! `getattr` against `setattr`, and a lookup against unlink and reuse of its inode number.
 //!
-//! Not done: dentries and inodes are not recycled through `udcache-gp` pools — a dentry is a
-//! `udcache-neghash` entry and an inode an `Arc`, both freed after a grace period (crossbeam
-//! epoch), which gives the same guarantee to lockless readers (never a freed or reused object)
-//! without reuse; dentries have no sequence count of their own (walks are validated by the
-//! global rename sequence, which is coarser: any rename sends overlapping walks to the
-//! fallback).
+//! Inodes come from a `udcache-gp` pool and are recycled for other files only after a grace
+//! period ([`Stats::inodes_recycled`]); the loom model checks that a reader holding one keeps
+//! seeing its own file.
+//!
+//! Not done: dentries are not pooled — a dentry is a `udcache-neghash` entry, freed a grace
+//! period after its removal (crossbeam epoch) rather than recycled, which gives readers the
+//! same guarantee without reuse; dentries have no sequence count of their own (walks are
+//! validated by the global rename sequence, which is coarser: any rename sends overlapping
+//! walks to the fallback).
 
 pub mod access;
 pub mod attr;
@@ -112,6 +116,7 @@ pub mod fetch;
 mod inode;
 pub mod listing;
 mod name;
+mod recycle;
 pub mod rename;
 pub mod reval;
 mod seq;

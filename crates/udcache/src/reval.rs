@@ -375,7 +375,7 @@ impl Dcache {
     fn refresh(
         &self,
         names: &NameLock<'_>,
-        entry: &udcache_neghash::Entry<crate::dentry::Slot>,
+        entry: &udcache_neghash::Entry<crate::dentry::Dentry>,
         (inode, word): Seen,
         ttl: Option<Duration>,
         generation: u32,

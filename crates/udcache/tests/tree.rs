@@ -141,13 +141,24 @@ fn forgetting_a_directory_drops_what_was_cached_below_it() {
     cache.add(ROOT_INO, b"d", dir(2)).unwrap();
     cache.add_negative(2, b"stale").unwrap();
     cache.add(2, b"f", file(3)).unwrap();
+    cache.add(2, b"gone", file(4)).unwrap();
+    cache.unlink(2, b"gone").unwrap(); // a negative made by unlink, not add_negative
     cache.unlink(ROOT_INO, b"d").unwrap();
     cache.forget(2, 1).unwrap();
     // Inode number 2 reused for a new directory: none of the old one's names show through.
     cache.add(ROOT_INO, b"e", dir(2)).unwrap();
     assert_eq!(lookup(&cache, 2, "stale"), None);
     assert_eq!(lookup(&cache, 2, "f"), None);
+    assert_eq!(lookup(&cache, 2, "gone"), None);
     assert!(cache.children(2).unwrap().is_empty());
+}
+
+#[test]
+fn a_validity_beyond_the_clock_range_does_not_wrap_into_the_past() {
+    let cache = Dcache::new(Config::for_entries(16));
+    let far = std::time::Instant::now() + std::time::Duration::from_secs(1 << 40);
+    cache.setattr(ROOT_INO, &udcache::Attr::default(), far).unwrap();
+    assert!(cache.getattr(ROOT_INO).unwrap().is_some());
 }
 
 #[test]
