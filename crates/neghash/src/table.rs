@@ -339,6 +339,26 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         trim::purge_negatives(self, doomed)
     }
 
+    /// Calls `f` on every entry in the table, one bucket at a time under its lock (so `f` must
+    /// not call back into the table).
+    ///
+    /// ```
+    /// use udcache_neghash::{Config, NegHash};
+    /// let t = NegHash::new(Config::with_buckets(4));
+    /// drop(t.insert(1, b"a", false, 10));
+    /// drop(t.insert(1, b"b", true, 20));
+    /// let mut sum = 0;
+    /// t.for_each_entry(|e| sum += e.value());
+    /// assert_eq!(sum, 30);
+    /// ```
+    pub fn for_each_entry(&self, mut f: impl FnMut(&Entry<V>)) {
+        for b in 0..self.buckets.len() {
+            let guard = epoch::pin();
+            let _lock = self.lock_bucket(b);
+            self.buckets[b].iter(&guard).for_each(&mut f);
+        }
+    }
+
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
         let c = &self.counters;

@@ -7,7 +7,8 @@
 //!   value is a `Slot` (`dentry.rs`; null: negative; else the inode). Lookups take no lock and write only
 //!   neghash's referenced bit, and only when clear.
 //! - **Inode table** (`inodes`): a second neghash table holding only positive entries, keyed
-//!   `(0, ino as 8 bytes)`, value `Arc<Inode>`; lock-free to read (for `getattr`, `..` and the
+//!   `(0, ino as 8 bytes)`, value an `InodeRef` (inodes live in a `udcache-gp` pool: see
+//!   `recycle.rs`); lock-free to read (for `getattr`, `..` and the
 //!   walk's root). An inode is on it from its first `add` until `forget` takes its lookup count
 //!   to zero. A new inode is reachable through its first dentry a moment before it is on the
 //!   table (both under its stripe lock, so `forget` and `count_lookup` wait for it; a racing
@@ -21,32 +22,35 @@
 //! - **Lock order**: rename lock → inode stripe → name stripes (ascending) → an inode's alias
 //!   list → neghash's locks. No operation takes two inode stripes.
 //! - **Publish and retire**: an inode becomes reachable by a `Release` store of a slot or a
-//!   neghash insert (both `Release`); a slot's count on an inode and a removed entry are
-//!   released through the epoch, after every reader pinned at the time.
+//!   neghash insert (both `Release`); a removed entry is freed through the epoch, after every
+//!   reader pinned at the time, and an inode whose last count is dropped is reused by its pool
+//!   only after such a grace period.
 //! - **Eviction**: neghash's rules evict settled *negative* dentries at any time (the bound on
 //!   negatives). Positive dentries leave only through this crate ([`Dcache::shrink`],
 //!   `invalidate`, `unlink`, `forget`), each under the name's stripe lock with the alias list
 //!   and the parent's children map kept in step (see [`crate::tree`]); inodes leave only by
 //!   `forget`.
 
+use std::mem::ManuallyDrop;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
 use std::time::Instant;
 
+use udcache_gp::GpPool;
 use udcache_readdir::ReaddirCache;
 
 use udcache_neghash::{Held, NegHash, epoch, epoch::Guard};
 
 use crate::attr::Attr;
-use crate::dentry::{NameLock, Slot};
+use crate::dentry::{Exclusive, InodeLock, NameLock, Slot};
 use crate::error::Error;
 use crate::fetch::Inflight;
 use crate::inode::{FileType, Inode, InodeSpec};
 use crate::listing;
 use crate::name::validate_name;
+use crate::recycle::InodeRef;
 use crate::rename::{RenameHold, RenameSeq};
 use crate::stats::{Events, Stats};
-use crate::sync::{Mutex, MutexGuard, lock};
+use crate::sync::{Mutex, lock};
 
 /// The root directory's inode number (FUSE's `FUSE_ROOT_ID`). Every cache starts with it.
 pub const ROOT_INO: u64 = 1;
@@ -137,7 +141,7 @@ pub enum Lookup<'g> {
 /// See the [crate docs](crate).
 pub struct Dcache {
     pub(crate) names: NegHash<Slot>,
-    inodes: NegHash<Arc<Inode>>,
+    inodes: NegHash<Slot>,
     name_locks: Box<[Mutex<()>]>,
     inode_locks: Box<[Mutex<()>]>,
     pub(crate) rename: RenameSeq,
@@ -146,6 +150,7 @@ pub struct Dcache {
     unlink: UnlinkPolicy,
     clock: Instant,
     pub(crate) readdir_cache: ReaddirCache,
+    pool: ManuallyDrop<Box<GpPool<Inode>>>,
 }
 
 fn ino_key(ino: u64) -> [u8; 8] {
@@ -166,20 +171,28 @@ impl Dcache {
             unlink: config.unlink,
             clock: Instant::now(),
             readdir_cache: ReaddirCache::new(config.readdir_pages, config.page_entries),
+            pool: ManuallyDrop::new(crate::recycle::new_pool()),
         };
         let root = InodeSpec { ino: ROOT_INO, kind: FileType::Directory, fs_data: 0 };
-        let root = Arc::new(Inode::new(root, ROOT_INO, 1));
-        drop(cache.inodes.insert(INODE_KEY_PARENT, &ino_key(ROOT_INO), false, root));
+        let root = InodeRef::new(&cache.pool, root, ROOT_INO, 1);
+        drop(cache.inodes.insert(
+            INODE_KEY_PARENT,
+            &ino_key(ROOT_INO),
+            false,
+            Slot::positive(root),
+        ));
         cache
     }
 
     /// The cached inode numbered `ino`, borrowed for the guard's life. No lock.
     pub fn inode<'g>(&'g self, guard: &'g Guard, ino: u64) -> Option<&'g Inode> {
-        self.inodes.lookup(guard, INODE_KEY_PARENT, &ino_key(ino)).map(|e| &**e.value())
+        self.inodes.lookup(guard, INODE_KEY_PARENT, &ino_key(ino))?.value().load(guard)
     }
 
-    pub(crate) fn inode_arc(&self, ino: u64) -> Option<Arc<Inode>> {
-        self.inodes.get(INODE_KEY_PARENT, &ino_key(ino)).map(|h| h.value().clone())
+    /// A counted reference to the cached inode numbered `ino`.
+    pub(crate) fn inode_arc(&self, ino: u64) -> Option<InodeRef> {
+        let guard = epoch::pin();
+        self.inodes.lookup(&guard, INODE_KEY_PARENT, &ino_key(ino))?.value().load_counted(&guard)
     }
 
     /// Looks `name` up in directory `parent` without locks; a hit writes nothing shared but
@@ -238,8 +251,8 @@ impl Dcache {
         NameLock { _guards: (first, Some(lock(&self.name_locks[hi]))) }
     }
 
-    fn lock_inode(&self, ino: u64) -> MutexGuard<'_, ()> {
-        lock(&self.inode_locks[(ino % STRIPES as u64) as usize])
+    fn lock_inode(&self, ino: u64) -> InodeLock<'_> {
+        InodeLock { _guard: lock(&self.inode_locks[(ino % STRIPES as u64) as usize]) }
     }
 
     /// Checks that `ino` is a cached directory.
@@ -274,7 +287,7 @@ impl Dcache {
                 return Err(Error::DirectoryAlias(spec.ino));
             }
             Some(i) => i.clone(),
-            None => Arc::new(Inode::new(spec, parent, 0)),
+            None => InodeRef::new(&self.pool, spec, parent, 0),
         };
         let names = self.lock_names((parent, name), None);
         let guard = epoch::pin();
@@ -287,8 +300,9 @@ impl Dcache {
         }
         match existing {
             None => {
+                let slot = Slot::positive(inode.clone());
                 let inserted =
-                    self.inodes.insert(INODE_KEY_PARENT, &ino_key(spec.ino), false, inode.clone());
+                    self.inodes.insert(INODE_KEY_PARENT, &ino_key(spec.ino), false, slot);
                 debug_assert!(inserted.is_ok(), "inode {} added twice", spec.ino);
             }
             // A directory that had no name: its parent is the new one. No walker can be
@@ -308,11 +322,11 @@ impl Dcache {
     pub(crate) fn put(
         &self,
         (parent, name): (u64, &[u8]),
-        inode: &Arc<Inode>,
+        inode: &InodeRef,
         guard: &Guard,
         names: &NameLock<'_>,
         replace: bool,
-    ) -> Result<(Held<'_, Slot>, Option<Arc<Inode>>), Error> {
+    ) -> Result<(Held<'_, Slot>, Option<InodeRef>), Error> {
         let found = match self.names.insert(parent, name, false, Slot::positive(inode.clone())) {
             Ok(new) => return Ok((new, None)),
             Err(found) => found,
@@ -320,7 +334,7 @@ impl Dcache {
         if !replace && found.value().load(guard).is_some() {
             return Err(Error::Exists);
         }
-        let old = found.value().put(inode.clone(), guard, names);
+        let old = found.value().put(inode.clone(), names);
         if old.is_none() {
             let flipped = found.make_positive();
             debug_assert!(flipped, "an empty slot on a positive entry");
@@ -336,13 +350,18 @@ impl Dcache {
     pub fn add_negative(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
         validate_name(name)?;
         let _names = self.lock_names((parent, name), None);
-        if let Some(dir) = self.inode_arc(parent).as_deref().and_then(Inode::dir) {
-            dir.note_negative();
-        }
+        self.note_negative_child(parent);
         match self.names.insert(parent, name, true, Slot::negative()) {
             Ok(_) => Ok(()),
             Err(found) if found.is_negative() => Ok(()),
             Err(_) => Err(Error::Exists),
+        }
+    }
+
+    /// Notes in directory `parent` that it has (had) a negative child (see [`crate::tree`]).
+    fn note_negative_child(&self, parent: u64) {
+        if let Some(dir) = self.inode_arc(parent).as_deref().and_then(Inode::dir) {
+            dir.note_negative();
         }
     }
 
@@ -368,7 +387,7 @@ impl Dcache {
                 Some(now) if !std::ptr::eq(now, seen) => continue,
                 Some(_) => {}
             }
-            let inode = self.detach(&found, &guard, &names, self.unlink);
+            let inode = self.detach(&found, &names, self.unlink);
             self.name_unlinked((parent, name), &inode, &names);
             drop(names);
             listing::changed(self, parent, None);
@@ -380,13 +399,15 @@ impl Dcache {
     pub(crate) fn detach(
         &self,
         dentry: &Held<'_, Slot>,
-        guard: &Guard,
         names: &NameLock<'_>,
         policy: UnlinkPolicy,
-    ) -> Arc<Inode> {
-        let inode = dentry.value().take(guard, names).expect("detach of a negative dentry");
+    ) -> InodeRef {
+        let inode = dentry.value().take(names).expect("detach of a negative dentry");
         let changed = match policy {
-            UnlinkPolicy::Negative => dentry.make_negative(),
+            UnlinkPolicy::Negative => {
+                self.note_negative_child(dentry.parent());
+                dentry.make_negative()
+            }
             UnlinkPolicy::Drop => dentry.remove(),
         };
         debug_assert!(changed, "a positive dentry was negative or unhashed");
@@ -422,9 +443,9 @@ impl Dcache {
             let (dir, seen) = (inode.kind() == FileType::Directory, inode.lookups());
             let (last, section) = (n >= seen, dir && n == seen);
             let rename = last.then(|| self.rename.hold(section));
-            let _inode_lock = self.lock_inode(ino);
+            let inode_lock = self.lock_inode(ino);
             let have = inode.lookups();
-            let current = self.inode_arc(ino).is_some_and(|i| Arc::ptr_eq(&i, &inode));
+            let current = self.inode_arc(ino).is_some_and(|i| InodeRef::ptr_eq(&i, &inode));
             if !current || (n >= have) != last || (dir && n == have) != section {
                 continue; // raced another add or forget: look again
             }
@@ -433,7 +454,7 @@ impl Dcache {
             }
             inode.set_lookups(have - n);
             if let Some(rename) = &rename {
-                self.drop_inode(&inode, rename);
+                self.drop_inode(&inode, rename, &inode_lock);
             }
             return Ok(());
         }
@@ -443,13 +464,13 @@ impl Dcache {
     /// number may be reused for another directory), then the inode itself. The caller holds
     /// the rename lock (with a section open if `inode` is a directory) and the inode's stripe
     /// lock.
-    fn drop_inode(&self, inode: &Arc<Inode>, _rename: &RenameHold<'_>) {
+    fn drop_inode(&self, inode: &InodeRef, _rename: &RenameHold<'_>, lock: &InodeLock<'_>) {
         let guard = epoch::pin();
         for (parent, name) in inode.aliases() {
             let names = self.lock_names((parent, &name), None);
             let Some(found) = self.dentry(parent, &name) else { continue };
             if found.value().load(&guard).is_some_and(|i| std::ptr::eq(i, &**inode)) {
-                self.detach(&found, &guard, &names, UnlinkPolicy::Drop);
+                self.detach(&found, &names, UnlinkPolicy::Drop);
                 self.name_unlinked((parent, &name), inode, &names);
             }
         }
@@ -457,6 +478,8 @@ impl Dcache {
             self.drop_below(inode);
         }
         if let Some(entry) = self.inodes.get(INODE_KEY_PARENT, &ino_key(inode.ino())) {
+            // Emptied first: the entry is freed later, and no count may outlive the cache.
+            drop(entry.value().take(lock));
             entry.remove();
         }
     }
@@ -489,7 +512,8 @@ impl Dcache {
     pub fn setattr(&self, ino: u64, attr: &Attr, valid_until: Instant) -> Result<(), Error> {
         let guard = epoch::pin();
         let inode = self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?;
-        let until = valid_until.saturating_duration_since(self.clock).as_nanos() as u64;
+        let nanos = valid_until.saturating_duration_since(self.clock).as_nanos();
+        let until = u64::try_from(nanos).unwrap_or(u64::MAX);
         inode.attr.write(attr, until);
         Ok(())
     }
@@ -510,6 +534,7 @@ impl Dcache {
             backend_lookups: Events::get(&self.events.backend_lookups),
             coalesced_misses: Events::get(&self.events.coalesced_misses),
             complete_dir_negatives: Events::get(&self.events.complete_dir_negatives),
+            inodes_recycled: self.pool.stats().recycled,
             readdir_hits: r.hits,
             readdir_misses: r.misses,
         }
@@ -542,7 +567,7 @@ impl Dcache {
             if !held.is_hashed() || held.value().load(&guard).is_none() {
                 continue;
             }
-            let inode = self.detach(&held, &guard, &names, UnlinkPolicy::Drop);
+            let inode = self.detach(&held, &names, UnlinkPolicy::Drop);
             self.name_unlinked((parent, name), &inode, &names);
             done += 1;
         }
@@ -559,6 +584,24 @@ impl Dcache {
     /// The configured unlink policy.
     pub fn unlink_policy(&self) -> UnlinkPolicy {
         self.unlink
+    }
+}
+
+impl Drop for Dcache {
+    /// Gives back every inode count the tables hold, now (the tables' entries are freed a
+    /// grace period later), then drops the pool, which frees every inode (see `recycle.rs`).
+    fn drop(&mut self) {
+        for table in [&self.names, &self.inodes] {
+            table.for_each_entry(|e| drop(e.value().take(&Exclusive)));
+        }
+        let s = self.pool.stats();
+        debug_assert_eq!(s.objects, s.parked, "an inode count outlived its cache");
+        #[cfg(not(loom))]
+        // SAFETY: dropped once, here; every inode is back in the pool (no count left, checked
+        // above in debug builds), so nothing will free into it or read its address again.
+        unsafe {
+            ManuallyDrop::drop(&mut self.pool)
+        };
     }
 }
 

@@ -2,7 +2,9 @@
 //!
 //! # Rules
 //!
-//! - `ino`, `kind` and `fs_data` never change: a reader holding `&Inode` needs no lock for them.
+//! - `ino`, `kind` and `fs_data` never change while the inode is cached: a reader holding
+//!   `&Inode` needs no lock for them. (A recycled inode object gets new ones, but only after a
+//!   grace period: see `recycle.rs`.)
 //! - `lookups` (FUSE's `nlookup`) changes only under the inode's stripe lock in
 //!   [`Dcache`](crate::Dcache); it is atomic so that readers can report it.
 //! - `parent` (directories only: the inode number `..` leads to) changes only inside a rename
@@ -13,12 +15,14 @@
 //! - The attributes are a sequence-counted snapshot (see [`crate::attr`]).
 //! - A directory's [`DirState`] (its positive children and its listing cache) has its own
 //!   rules: see [`crate::tree`] and [`crate::listing`].
-//! - Retire: an inode is reference counted (`Arc`); each dentry and the inode table hold one
-//!   count, and a count a lockless reader may still be using is dropped through the epoch
-//!   (`Guard::defer`), so `&Inode` borrowed under a guard stays valid while the guard lives.
+//! - Retire: an inode is reference counted (`InodeRef`); each
+//!   dentry and the inode table hold one count, and the last count returns it to its
+//!   `udcache-gp` pool, which reuses it only after a grace period, so `&Inode` borrowed under
+//!   a guard stays the same file while the guard lives.
 
 use crate::attr::{Attr, AttrCell};
-use crate::sync::{AtomicU64, Mutex, Ordering, lock};
+use crate::recycle::Pool;
+use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering, lock};
 use crate::tree::DirState;
 
 /// The type of file an inode is.
@@ -49,6 +53,8 @@ pub struct InodeSpec {
 /// A cached inode. Borrowed under an epoch guard from [`Dcache::lookup`](crate::Dcache::lookup)
 /// and [`Dcache::walk`](crate::Dcache::walk).
 pub struct Inode {
+    pool: Pool,
+    refs: AtomicUsize,
     spec: InodeSpec,
     lookups: AtomicU64,
     parent: AtomicU64,
@@ -59,15 +65,47 @@ pub struct Inode {
 }
 
 impl Inode {
-    pub(crate) fn new(spec: InodeSpec, parent: u64, lookups: u64) -> Self {
+    /// A fresh object of `pool`, not yet any file's ([`Inode::init`] makes it one).
+    pub(crate) fn blank(pool: Pool) -> Self {
         Inode {
-            spec,
-            lookups: AtomicU64::new(lookups),
-            parent: AtomicU64::new(parent),
+            pool,
+            refs: AtomicUsize::new(0),
+            spec: InodeSpec { ino: 0, kind: FileType::Other, fs_data: 0 },
+            lookups: AtomicU64::new(0),
+            parent: AtomicU64::new(0),
             attr: AttrCell::new(),
             aliases: Mutex::new(Vec::new()),
-            dir: (spec.kind == FileType::Directory).then(Box::default),
+            dir: None,
         }
+    }
+
+    /// The pool's re-initialisation hook: a recycled object lets go of its last file's heavy
+    /// parts (it is owned exclusively, past its grace period).
+    pub(crate) fn recycle(&mut self) {
+        self.dir = None;
+        lock(&self.aliases).clear();
+    }
+
+    /// Makes a blank or recycled object the inode `spec`, with one count (owned exclusively).
+    pub(crate) fn init(&mut self, spec: InodeSpec, parent: u64, lookups: u64) {
+        debug_assert!(self.dir.is_none() && lock(&self.aliases).is_empty(), "not recycled");
+        self.spec = spec;
+        // Relaxed: the object is not published yet; publishing it is a Release store.
+        self.refs.store(1, Ordering::Relaxed);
+        self.lookups.store(lookups, Ordering::Relaxed);
+        self.parent.store(parent, Ordering::Relaxed);
+        self.attr = AttrCell::new();
+        self.dir = (spec.kind == FileType::Directory).then(Box::default);
+    }
+
+    /// The pool this object returns to.
+    pub(crate) fn pool(&self) -> Pool {
+        self.pool
+    }
+
+    /// The count of `InodeRef`s on it.
+    pub(crate) fn count(&self) -> &AtomicUsize {
+        &self.refs
     }
 
     /// The children and listing of a directory (`None` for any other type).

@@ -184,7 +184,7 @@ impl crate::Dcache {
             return Ok(());
         }
         if mode == RenameMode::Exchange {
-            self.exchange(from, to, &guard, &names);
+            self.exchange(from, to, &names);
         } else {
             self.move_name(from, to, &guard, &names);
         }
@@ -198,7 +198,7 @@ impl crate::Dcache {
     fn move_name(&self, from: (u64, &[u8]), to: (u64, &[u8]), guard: &Guard, names: &NameLock) {
         // Positive under the name lock (checked by the caller): held, it cannot go.
         let source = self.dentry(from.0, from.1).expect("a positive source, checked");
-        let inode = self.detach(&source, guard, names, self.unlink_policy());
+        let inode = self.detach(&source, names, self.unlink_policy());
         drop(source);
         self.name_unlinked(from, &inode, names);
         let (target, replaced) =
@@ -215,15 +215,15 @@ impl crate::Dcache {
 
     /// The swap of an exchange: both positive (checked by the caller), each takes the other's
     /// inode in one slot store.
-    fn exchange(&self, a: (u64, &[u8]), b: (u64, &[u8]), guard: &Guard, names: &NameLock) {
+    fn exchange(&self, a: (u64, &[u8]), b: (u64, &[u8]), names: &NameLock) {
         let da = self.dentry(a.0, a.1).expect("a positive source, checked");
         let db = self.dentry(b.0, b.1).expect("a positive target, checked");
         let ia = da.value().load_arc(names).expect("positive, checked");
         let ib = db.value().load_arc(names).expect("positive, checked");
         self.name_unlinked(a, &ia, names);
         self.name_unlinked(b, &ib, names);
-        da.value().put(ib.clone(), guard, names);
-        db.value().put(ia.clone(), guard, names);
+        drop(da.value().put(ib.clone(), names));
+        drop(db.value().put(ia.clone(), names));
         self.name_linked(a, &ib, names);
         self.name_linked(b, &ia, names);
         for (inode, parent) in [(&ia, b.0), (&ib, a.0)] {

@@ -62,6 +62,9 @@ pub struct Stats {
     /// Misses answered "does not exist" by a complete cached listing, with no filesystem call
     /// and no negative dentry.
     pub complete_dir_negatives: u64,
+    /// Inode objects the `udcache-gp` pool handed out again after their grace period (the
+    /// pool is shared by every cache of the process: a process-wide figure).
+    pub inodes_recycled: u64,
     /// Directory reads served wholly from cached listings.
     pub readdir_hits: u64,
     /// Directory reads that called the filesystem's readdir.
@@ -94,6 +97,7 @@ impl fmt::Display for Stats {
         writeln!(f, "backend_lookups {}", self.backend_lookups)?;
         writeln!(f, "coalesced_misses {}", self.coalesced_misses)?;
         writeln!(f, "complete_dir_negatives {}", self.complete_dir_negatives)?;
+        writeln!(f, "inodes_recycled {}", self.inodes_recycled)?;
         writeln!(f, "readdir_hits {}", self.readdir_hits)?;
         write!(f, "readdir_misses {}", self.readdir_misses)
     }

@@ -1,11 +1,15 @@
 //! Atomics and locks: loom's under `cfg(loom)`, std's otherwise.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering, fence};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence,
+};
 #[cfg(loom)]
 pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering, fence};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence,
+};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 

@@ -23,7 +23,7 @@
 //!   cached until `forget`.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use udcache_neghash::epoch;
 
@@ -33,6 +33,7 @@ use crate::error::Error;
 use crate::inode::{FileType, Inode, InodeSpec};
 use crate::listing::Listing;
 use crate::name::validate_name;
+use crate::recycle::InodeRef;
 use crate::sync::{AtomicBool, Mutex, Ordering, lock};
 use crate::{UnlinkPolicy, listing};
 
@@ -96,7 +97,7 @@ pub enum Visit {
 
 impl Dcache {
     /// The cached directory `dir` (held, for its state).
-    fn dir_inode(&self, dir: u64) -> Result<Arc<Inode>, Error> {
+    fn dir_inode(&self, dir: u64) -> Result<InodeRef, Error> {
         let inode = self.inode_arc(dir).ok_or(Error::UnknownInode(dir))?;
         if inode.dir().is_none() {
             return Err(Error::NotDirectory(dir));
@@ -252,7 +253,7 @@ impl Dcache {
     }
 
     /// Drops the positive dentry `(parent, name)`, if it is one; returns its inode.
-    fn drop_name(&self, parent: u64, name: &[u8]) -> Option<Arc<Inode>> {
+    fn drop_name(&self, parent: u64, name: &[u8]) -> Option<InodeRef> {
         let names = self.lock_names((parent, name), None);
         let found = self.dentry(parent, name)?;
         let inode = self.detach_checked(&found, &names)?;
@@ -262,7 +263,7 @@ impl Dcache {
 
     /// Drops every cached dentry below directory `top`, positive and negative, and their
     /// listings. The caller holds the rename lock (a section, if walkers may be below).
-    pub(crate) fn drop_below(&self, top: &Arc<Inode>) {
+    pub(crate) fn drop_below(&self, top: &InodeRef) {
         let (mut dirs, mut swept) = (vec![top.clone()], HashSet::new());
         while let Some(d) = dirs.pop() {
             let state = d.dir().expect("only directories are pushed");
@@ -286,9 +287,9 @@ impl Dcache {
         &self,
         found: &udcache_neghash::Held<'_, crate::dentry::Slot>,
         names: &NameLock<'_>,
-    ) -> Option<Arc<Inode>> {
+    ) -> Option<InodeRef> {
         let guard = epoch::pin();
         found.value().load(&guard)?;
-        Some(self.detach(found, &guard, names, UnlinkPolicy::Drop))
+        Some(self.detach(found, names, UnlinkPolicy::Drop))
     }
 }

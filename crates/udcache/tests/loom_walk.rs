@@ -77,3 +77,46 @@ fn getattr_vs_setattr() {
         assert_eq!(cache.getattr(ROOT_INO).unwrap(), Some(new));
     });
 }
+
+/// A lockless lookup races the unlink, forget and re-creation of its file under the same
+/// inode number with new data (FUSE reuses numbers after forget), twice, so that the pool can
+/// recycle the first object for the third file. The reader holds the inode it found across the
+/// writer's steps: it must stay the file it found (same data on a second read) — a recycled
+/// object re-initialised under it would change — and never be freed memory. Some executions
+/// must actually recycle (checked after the model), or the model proves nothing.
+#[test]
+fn lookup_vs_unlink_and_reuse_of_its_inode() {
+    static RECYCLED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    builder(2).check(|| {
+        let cache = Arc::new(Dcache::new(loom_config()));
+        let f = |data| InodeSpec { ino: 3, kind: FileType::Regular, fs_data: data };
+        cache.add(ROOT_INO, b"f", f(30)).unwrap();
+        let writer = {
+            let cache = cache.clone();
+            loom::thread::spawn(move || {
+                for data in [31, 32] {
+                    cache.unlink(ROOT_INO, b"f").unwrap();
+                    cache.forget(3, 1).unwrap();
+                    cache.add(ROOT_INO, b"f", f(data)).unwrap();
+                }
+            })
+        };
+        {
+            let guard = epoch::pin();
+            if let Ok(udcache::Lookup::Hit(i)) = cache.lookup(&guard, ROOT_INO, b"f") {
+                let first = i.fs_data();
+                loom::thread::yield_now();
+                assert_eq!(i.fs_data(), first, "the inode was recycled under its reader");
+                assert_eq!(i.ino(), 3);
+            }
+        }
+        writer.join().unwrap();
+        let guard = epoch::pin();
+        assert!(
+            matches!(cache.lookup(&guard, ROOT_INO, b"f"), Ok(udcache::Lookup::Hit(i)) if i.fs_data() == 32)
+        );
+        let recycled = cache.stats().inodes_recycled as usize;
+        RECYCLED.fetch_add(recycled, std::sync::atomic::Ordering::Relaxed);
+    });
+    assert!(RECYCLED.load(std::sync::atomic::Ordering::Relaxed) > 0, "no execution recycled");
+}

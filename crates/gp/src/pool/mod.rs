@@ -560,16 +560,19 @@ fn next_pool_id() -> usize {
     NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-/// This thread's shard hint: threads are numbered round-robin on first use.
+/// This thread's shard hint: threads are numbered round-robin on first use. A thread whose
+/// thread-locals are being destroyed (a free run by a deferred function while the thread
+/// exits) gets a fresh number each time.
 fn home_hint() -> usize {
     crate::sync::thread_local! {
         #[allow(clippy::missing_const_for_thread_local)] // loom's thread_local! has no const form
         static HOME: std::cell::Cell<usize> = std::cell::Cell::new(usize::MAX);
     }
-    HOME.with(|h| {
+    HOME.try_with(|h| {
         if h.get() == usize::MAX {
             h.set(next_pool_id());
         }
         h.get()
     })
+    .unwrap_or_else(|_| next_pool_id())
 }
