@@ -121,6 +121,8 @@ fn mknod_unlink_leaves_negatives() {
     let run = flood(&["-u"]);
     let s = run.states[3];
     assert_eq!(s.negative, s.dentry - 1, "only the working directory is positive: {s:?}");
+    // Negatives made by unlink go with their directory too.
+    assert_eq!(run.states[4].dentry, 0, "{}", run.text);
 }
 
 #[test]

@@ -188,8 +188,7 @@ fn ns_per_component(tree: &Tree, paths: &[String], orders: &[Vec<u32>], threads:
 
 /// Runs the scenario.
 pub fn run(opts: &Options) -> Report {
-    let (per_thread, rounds): (usize, usize) =
-        if opts.quick { (100_000, 5) } else { (500_000, 11) };
+    let (per_thread, rounds): (usize, usize) = if opts.quick { (100_000, 5) } else { (200_000, 9) };
     let leaves = FANOUT.pow(DEPTH as u32);
     let paths: Vec<String> = (0..leaves).map(leaf_path).collect();
     let orders = random_orders(0x2545_f491_4f6c_dd1d, leaves, per_thread);

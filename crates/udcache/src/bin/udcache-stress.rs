@@ -22,9 +22,15 @@
 //! - `-d`: each name is made a directory and becomes the working directory (mkdir, chdir;
 //!   leaves everything behind, as the C tool does, and skips the children walks).
 //!
-//! `-b` is new: the cache's hash buckets (the kernel's table is sized at boot; a library's is
-//! sized by its user). Defaults: 10 iterations of 2^19 names (the C tool's 2^20 takes twice as
-//! long) and 2^18 buckets, so that the entries saturate after two iterations.
+//! At the end the working directory is removed (unless `-d`): its dentry and everything cached
+//! below it are dropped ([`Dcache::invalidate`]) and its inode forgotten.
+//!
+//! Differences from the C tool: `-b` is new, the cache's hash buckets (the kernel's table is
+//! sized at boot; a library's is sized by its user); a first line gives the buckets and the
+//! per-bucket cap; `-u` with `-d`, a stray argument or a bad number is an error (exit 2)
+//! rather than ignored; `-h` exits 0. Defaults: 10 iterations of 2^19 names (the C tool's
+//! 2^20 takes twice as long, about 20 s) and 2^18 buckets, so that the entries climb for a few
+//! iterations and then stay at about 3 per bucket.
 //!
 //! The filesystem behind the cache is the tool's own: it holds only what the tool creates, and
 //! everything the tool creates stays cached as a positive dentry (positive dentries are never
