@@ -154,3 +154,22 @@ fn dcache_flood_reports_bounds() {
     let twice = s["per_bucket_twice"].as_f64().unwrap();
     assert!(twice > 3.0 && twice <= cap, "the cap, not the run rule, bounds it: {s}");
 }
+
+#[test]
+fn make_j_reval_reports_lockless_share_scaling_and_access_cost() {
+    let (rows, s) = quick_json("make-j-reval");
+    assert_eq!(rows.len(), 4, "reval at 1 and 2 threads, then reval and forever throughput");
+    let share = s["lockless_share"].as_f64().expect("a number");
+    assert!(share > 0.99 && share <= 1.0, "{s}");
+    assert!(s["scaling_2t"].as_f64().is_some_and(|v| v > 0.0), "{s}");
+    // A difference of two timings: finite, and small against a component's cost.
+    let access = s["access_check_ns"].as_f64().expect("a number");
+    assert!(access.abs() < s["ns_per_component_no_access"].as_f64().unwrap(), "{s}");
+    // Properties of the load, not speeds: the directory changes cost fallbacks only there, and
+    // expiry sends the filesystem GETATTRs and ACCESS calls.
+    let inside = s["lockless_share_invalidated_dir"].as_f64().unwrap();
+    assert!(inside < share, "{s}");
+    for f in ["rpc_getattr", "rpc_access", "revalidations", "fallback_access"] {
+        assert!(s[f].as_u64().is_some_and(|n| n > 0), "{f}: {s}");
+    }
+}

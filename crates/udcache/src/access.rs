@@ -174,7 +174,9 @@ impl Granted {
     }
 }
 
-/// An inode's access results (see the module rules).
+/// An inode's access results (see the module rules). `repr(C)`: what the lockless check reads
+/// first.
+#[repr(C)]
 pub(crate) struct AccessCache {
     generation: AtomicU32,
     mru: SeqWords<4>,

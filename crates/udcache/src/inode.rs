@@ -57,15 +57,19 @@ pub struct InodeSpec {
 
 /// A cached inode. Borrowed under an epoch guard from [`Dcache::lookup`](crate::Dcache::lookup)
 /// and [`Dcache::walk`](crate::Dcache::walk).
+///
+/// `repr(C)`, what a walk reads first (number and type, `..`, the verifier generation, the
+/// most recent access result), so that a step touches as few cache lines as it can.
+#[repr(C)]
 pub struct Inode {
-    pool: Pool,
-    refs: AtomicUsize,
     spec: InodeSpec,
-    lookups: AtomicU64,
     parent: AtomicU64,
-    pub(crate) attr: AttrCell,
     dir_gen: AtomicU32,
     pub(crate) access: AccessCache,
+    pool: Pool,
+    refs: AtomicUsize,
+    lookups: AtomicU64,
+    pub(crate) attr: AttrCell,
     aliases: Mutex<Vec<(u64, Box<[u8]>)>>,
     /// Directories only.
     dir: Option<Box<DirState>>,

@@ -38,21 +38,21 @@ use crate::Options;
 use crate::measure::interleaved;
 use crate::report::{Report, Row};
 
-const INCLUDE_DIRS: u64 = 50;
-const HEADERS: u64 = 20;
+pub(super) const INCLUDE_DIRS: u64 = 50;
+pub(super) const HEADERS: u64 = 20;
 const COMPILES: usize = 200;
 
 /// What exists: `(parent, name)` to the inode. Never changes during a measurement.
-struct Files {
+pub(super) struct Files {
     entries: HashMap<Key, InodeSpec, RandomState>,
     /// The directories, which every variant caches up front.
-    dirs: Vec<(u64, String, InodeSpec)>,
+    pub(super) dirs: Vec<(u64, String, InodeSpec)>,
     /// Each header's 50 include-path attempts and its system path.
-    paths: Vec<(Vec<String>, String)>,
+    pub(super) paths: Vec<(Vec<String>, String)>,
 }
 
 impl Files {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let mut dirs = Vec::new();
         let mut next = ROOT_INO + 1;
         let mut dir = |parent: u64, name: &str| {

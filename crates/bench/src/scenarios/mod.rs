@@ -12,6 +12,7 @@ mod gp_batch;
 mod include_path;
 mod lookup;
 mod make_j;
+mod make_j_reval;
 mod map_lookup;
 mod maps;
 mod neg_flood;
@@ -79,6 +80,11 @@ pub const ALL: &[Scenario] = &[
         name: "children-walk",
         about: "positive children of a dir with 10 positives + 1M negatives vs 10 and none",
         run: children_walk::run,
+    },
+    Scenario {
+        name: "make-j-reval",
+        about: "make-j with expiring entries, a changing include dir and access checks (002)",
+        run: make_j_reval::run,
     },
 ];
 
