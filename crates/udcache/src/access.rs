@@ -4,7 +4,7 @@
 //! # Rules
 //!
 //! - Per inode (`AccessCache`): `generation`, the attribute generation; `mru`, a copy of the most
-//!   recently used result under a sequence count ([`crate::seq`]); `all`, a mutex over at most
+//!   recently used result under a sequence count (`seq.rs`); `all`, a mutex over at most
 //!   [`ACCESS_PER_INODE`] results, most recent last. `all` is a leaf lock.
 //! - A result records the credential (uid, primary gid, supplementary-groups digest), the
 //!   [`Mask`] of rights the filesystem granted (all three asked at once, as NFS's ACCESS call

@@ -2,7 +2,7 @@
 //!
 //! # Rules
 //!
-//! - The words are a [`SeqWords`] (see [`crate::seq`] for the sequence-count protocol): a
+//! - The words are a `SeqWords` (see `seq.rs` for the sequence-count protocol): a
 //!   reader copies them without locks and retries if a writer was in the middle; every word is
 //!   atomic, and [`Attr`] is decoded only from a validated copy.
 //! - Writers publish; nothing is retired (the words live as long as the inode).

@@ -40,11 +40,29 @@
 //!   lookup counts, and the rename lock; the full lock order is in `cache.rs` and `rename.rs`.
 //! - **Misses** ([`Dcache::resolve`]) call a [`Filesystem`] with no lock and no guard held, and
 //!   concurrent misses of one name wait for a single call.
+//! - **Revalidation** (issue 11, 002's other half): every dentry carries, beside its inode
+//!   pointer, one word packing its expiry (a 32-bit tick of a [`clock::Clock`]) and its
+//!   parent directory's verifier generation when it was filled; a negative dentry is trusted
+//!   only while that generation is current ([`Dcache::dir_changed`] bumps it — a store, and
+//!   nothing when a reported verifier did not move). Walks check both with loads and compares;
+//!   [`Dcache::walk_as`] offers a stale dentry to [`Filesystem::revalidate`] without blocking
+//!   and leaves the lockless mode only if the filesystem must block ([`Checked::Blocked`],
+//!   counted by [`Reason`]); the blocking path ([`Dcache::unblock`], [`Dcache::resolve`])
+//!   asks with no lock held and refreshes or drops the dentry (see [`reval`]).
+//! - **Access cache**: per inode, permission results per [`Cred`] with an expiry, at most
+//!   [`access::ACCESS_PER_INODE`]; a walk checks search permission on each directory by
+//!   looking only at the most recent result, lock-free (002's "check just the last entry");
+//!   anything else goes to the locked list and then [`Filesystem::access`]. A change of mode,
+//!   owner or group ([`Dcache::setattr`]) or [`Dcache::acl_changed`] forgets them all.
 //!
 //! ## Guarantees
 //!
 //! - [`Dcache::lookup`] and [`Dcache::walk`] never block (except a walk's fallback) and return
 //!   what the name or path denoted at one instant during the call.
+//! - A walk trusts only dentries that are fresh or that the filesystem revalidated; a negative
+//!   filled before a [`Dcache::dir_changed`] returned is never trusted after it, and an access
+//!   result filled before a revocation returned is never used after it (loom models and a
+//!   stress test check both: `tests/loom_reval.rs`, `tests/reval_stress.rs`).
 //! - Bad input (an invalid name, an unknown inode, a forget of more than was looked up) is an
 //!   [`Error`] and changes nothing.
 //! - Negative dentries stay bounded (about three per bucket under a flood of unique misses).
@@ -95,6 +113,17 @@
 //! oracle (`tests/storm.rs`), writers against writers with a consistency check of slots,
 //! aliases and children maps (`tests/writers.rs`), loom models of a walk against a rename,
 //! `getattr` against `setattr`, and a lookup against unlink and reuse of its inode number.
+//!
+//! Revalidation and the access cache (issue 11): [`Timeouts`] and a [`clock::Clock`] in
+//! [`Config`]; per-dentry validity ([`Dcache::set_entry_timeout`]); [`Dcache::dir_changed`]
+//! with verifiers; [`Dcache::walk_as`] / [`Dcache::unblock`] with
+//! [`Filesystem::revalidate`] and [`Filesystem::access`] (defaults: block, then compare a
+//! fresh lookup; grant everything); [`Dcache::may_access`], [`Dcache::access`],
+//! [`Dcache::acl_changed`]; fallbacks by reason, revalidations and access hits in [`Stats`].
+//! Tests: `tests/reval.rs` (one behaviour each), `tests/reval_stress.rs`,
+//! `tests/loom_reval.rs`. Limits: the clock saturates after 2.28 years (timed entries are then
+//! revalidated at every use) and generations are 32 bits (see `valid.rs`); the validity word
+//! costs 8 bytes per dentry.
 //!
 //! Inodes come from a `udcache-gp` pool and are recycled for other files only after a grace
 //! period ([`Stats::inodes_recycled`]); the loom model checks that a reader holding one keeps

@@ -14,7 +14,7 @@
 //!   wait), or say it is stale ([`Revalidate::Invalid`]) or that it must block
 //!   ([`Revalidate::NeedsBlock`]). Only those two, an access miss, or no filesystem to ask
 //!   (plain `walk`) end the lockless walk: it returns [`Checked::Blocked`] (plain `walk`: a
-//!   [`Walk::Miss`](crate::Walk::Miss) at that component), counted under its [`Reason`].
+//!   [`Walk::Miss`] at that component), counted under its [`Reason`].
 //! - **The blocking path** ([`Dcache::unblock`], and [`Dcache::resolve`] for a stale name) runs
 //!   with no lock held and no guard pinned while the filesystem is asked. A revalidation reads
 //!   the parent's generation first, asks with `may_block = true`, then, under the name's
