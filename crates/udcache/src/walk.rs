@@ -150,35 +150,29 @@ impl Dcache {
         path: &[u8],
     ) -> Result<Stop<'g>, Error> {
         if let Some(seq) = self.rename.read_begin() {
-            let walked = self.walk_steps(guard, checks, root, path);
+            let walked = self.walk_steps(guard, checks, (root, path));
             if matches!(walked, Ok(Stop::Blocked(_))) || self.rename.read_valid(seq) {
                 return walked;
             }
         }
-        self.walk_locked(guard, checks, root, path)
+        let _rename = self.rename_fallback();
+        self.walk_steps(guard, checks, (root, path))
     }
 
-    /// The fallback: rename sections excluded for the whole walk.
+    /// The fallback: rename sections excluded for the whole walk (counted).
     #[cold]
-    fn walk_locked<'g>(
-        &'g self,
-        guard: &'g Guard,
-        checks: &mut Checks<'_>,
-        root: u64,
-        path: &[u8],
-    ) -> Result<Stop<'g>, Error> {
+    fn rename_fallback(&self) -> crate::sync::MutexGuard<'_, ()> {
         Events::bump(&self.events.walk_fallbacks);
-        let _rename = self.rename.lock();
-        self.walk_steps(guard, checks, root, path)
+        self.rename.lock()
     }
 
-    /// The steps, each one lockless lookup; the caller validates them as a whole.
+    /// The steps from `root` along `path`, each one lockless lookup; the caller validates them
+    /// as a whole.
     fn walk_steps<'g>(
         &'g self,
         guard: &'g Guard,
         checks: &mut Checks<'_>,
-        root: u64,
-        path: &[u8],
+        (root, path): (u64, &[u8]),
     ) -> Result<Stop<'g>, Error> {
         let mut cur = self.inode(guard, root).ok_or(Error::UnknownInode(root))?;
         for (at, name) in components(path) {
