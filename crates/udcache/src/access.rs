@@ -135,6 +135,15 @@ impl std::ops::BitOr for Mask {
     }
 }
 
+/// The state of an inode's access results when a caller started computing rights (see
+/// [`Dcache::access_stamp`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessStamp {
+    /// The inode object's address: a recycled object is renewed (its generation moves on).
+    object: usize,
+    generation: u32,
+}
+
 /// One cached result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Granted {
@@ -218,11 +227,12 @@ impl AccessCache {
         Some(g.allowed)
     }
 
-    /// Files a result filled under generation `g.generation` (dropped if that is not current).
-    fn store(&self, g: Granted) {
+    /// Files a result filled under generation `g.generation`; dropped (`false`) if that is not
+    /// current.
+    fn store(&self, g: Granted) -> bool {
         let mut all = lock(&self.all);
         if g.generation != self.generation() {
-            return;
+            return false;
         }
         all.retain(|old| old.cred != g.cred && old.generation == g.generation);
         if all.len() == ACCESS_PER_INODE {
@@ -230,6 +240,17 @@ impl AccessCache {
         }
         all.push(g);
         self.mru.write(g.encode());
+        true
+    }
+
+    /// Makes the object another file's (owned exclusively, by `Inode::init`): no result of the
+    /// last file survives, and its generation moves on rather than starting over, so that an
+    /// [`AccessStamp`] taken on the last file never matches the new one.
+    pub(crate) fn renew(&mut self) {
+        // Relaxed: owned exclusively (`&mut self`).
+        let next = self.generation.load(Ordering::Relaxed).wrapping_add(1);
+        *self = AccessCache::new();
+        self.generation.store(next, Ordering::Relaxed);
     }
 
     /// Forgets every result: bump first (no check trusts an older one from then on), then
@@ -286,22 +307,82 @@ impl Dcache {
         cred: &Cred,
         mask: Mask,
     ) -> Result<bool, Error> {
-        let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
-        let cache = &inode.access;
-        if let Some(allowed) = cache.check(cred, mask, || self.ticks.now()) {
-            self.events.access_hits.add(1);
+        if let Some(allowed) = self.cached_access(ino, cred, mask)? {
             return Ok(allowed);
         }
-        if let Some(allowed) = cache.lookup(cred, &self.ticks) {
-            self.events.access_hits.add(1);
-            return Ok(allowed.contains(mask));
-        }
-        let generation = cache.generation();
+        let stamp = self.access_stamp(ino)?;
         Events::bump(&self.events.access_calls);
         let allowed = fs.access(ino, cred).map_err(Error::Backend)?;
-        let expiry = self.ticks.expiry(self.timeouts.access);
-        cache.store(Granted { cred: *cred, allowed: Mask(allowed.0 & 7), expiry, generation });
+        self.store_access(ino, cred, allowed, stamp)?;
         Ok(allowed.contains(mask))
+    }
+
+    /// The cached answer (the most recent result, then the inode's others, under its lock),
+    /// without asking anyone: `None` if no trusted result for `cred` is cached.
+    ///
+    /// Errors: [`Error::UnknownInode`].
+    pub fn cached_access(&self, ino: u64, cred: &Cred, mask: Mask) -> Result<Option<bool>, Error> {
+        let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
+        let cache = &inode.access;
+        let answer = cache
+            .check(cred, mask, || self.ticks.now())
+            .or_else(|| cache.lookup(cred, &self.ticks).map(|allowed| allowed.contains(mask)));
+        if answer.is_some() {
+            self.events.access_hits.add(1);
+        }
+        Ok(answer)
+    }
+
+    /// Marks the state of `ino`'s access results before its permissions are computed by the
+    /// caller (instead of [`Filesystem::access`]): [`Dcache::store_access`] files the answer
+    /// only if no revocation (and no other file under the number) came between.
+    ///
+    /// Errors: [`Error::UnknownInode`].
+    pub fn access_stamp(&self, ino: u64) -> Result<AccessStamp, Error> {
+        let guard = epoch::pin();
+        let inode = self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?;
+        let object = std::ptr::from_ref(inode) as usize;
+        Ok(AccessStamp { object, generation: inode.access.generation() })
+    }
+
+    /// Files the rights `allowed` of `cred` on `ino`, computed after `stamp` was taken, for
+    /// [`Timeouts::access`](crate::Timeouts::access); they become the most recent result.
+    /// Returns whether they were filed: not if a revocation, or a new file under the number,
+    /// came after the stamp (the answer may be out of date: compute it again).
+    ///
+    /// Errors: [`Error::UnknownInode`].
+    ///
+    /// ```
+    /// use udcache::{Config, Cred, Dcache, Mask, ROOT_INO, epoch};
+    /// let cache = Dcache::new(Config::for_entries(16));
+    /// let me = Cred::new(1000, 1000, &[]);
+    /// assert_eq!(cache.cached_access(ROOT_INO, &me, Mask::READ), Ok(None));
+    /// let stamp = cache.access_stamp(ROOT_INO).unwrap();
+    /// let rights = Mask::READ | Mask::EXEC; // computed by the caller from its own permissions
+    /// assert_eq!(cache.store_access(ROOT_INO, &me, rights, stamp), Ok(true));
+    /// assert_eq!(cache.may_access(&epoch::pin(), ROOT_INO, &me, Mask::READ), Some(true));
+    /// cache.acl_changed(ROOT_INO).unwrap();
+    /// assert_eq!(cache.store_access(ROOT_INO, &me, rights, stamp), Ok(false)); // out of date
+    /// ```
+    pub fn store_access(
+        &self,
+        ino: u64,
+        cred: &Cred,
+        allowed: Mask,
+        stamp: AccessStamp,
+    ) -> Result<bool, Error> {
+        let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
+        if std::ptr::from_ref(&*inode) as usize != stamp.object {
+            return Ok(false);
+        }
+        let expiry = self.ticks.expiry(self.timeouts.access);
+        let generation = stamp.generation;
+        Ok(inode.access.store(Granted {
+            cred: *cred,
+            allowed: Mask(allowed.0 & 7),
+            expiry,
+            generation,
+        }))
     }
 
     /// The filesystem says `ino`'s permissions changed in a way the cached attributes do not

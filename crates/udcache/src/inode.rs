@@ -109,7 +109,7 @@ impl Inode {
         self.parent.store(parent, Ordering::Relaxed);
         self.attr = AttrCell::new();
         self.dir_gen = AtomicU32::new(0);
-        self.access = AccessCache::new();
+        self.access.renew();
         self.dir = (spec.kind == FileType::Directory).then(Box::default);
     }
 

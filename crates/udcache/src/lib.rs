@@ -155,7 +155,7 @@ pub mod tree;
 mod valid;
 pub mod walk;
 
-pub use access::{Cred, Mask};
+pub use access::{AccessStamp, Cred, Mask};
 pub use attr::Attr;
 pub use cache::{Config, Dcache, Lookup, ROOT_INO, UnlinkPolicy};
 pub use error::{Error, InvalidName};
