@@ -332,13 +332,15 @@ impl Dcache {
     /// if it is remembered already. Negative dentries are bounded per bucket: this one may be
     /// evicted at any time by the bounding rules.
     ///
-    /// Errors: a bad name; the name positive ([`Error::Exists`]).
+    /// Errors, changing nothing: a bad name; `parent` not a cached directory (a negative under
+    /// an unknown number would outlive the directory that number later names); the name
+    /// positive ([`Error::Exists`]).
     pub fn add_negative(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
         validate_name(name)?;
+        let dir = self.inode_arc(parent).ok_or(Error::UnknownInode(parent))?;
+        let state = dir.dir().ok_or(Error::NotDirectory(parent))?;
         let _names = self.lock_names((parent, name), None);
-        if let Some(dir) = self.inode_arc(parent).as_deref().and_then(Inode::dir) {
-            dir.note_negative();
-        }
+        state.note_negative();
         match self.names.insert(parent, name, true, Slot::negative()) {
             Ok(_) => Ok(()),
             Err(found) if found.is_negative() => Ok(()),
@@ -386,7 +388,13 @@ impl Dcache {
     ) -> Arc<Inode> {
         let inode = dentry.value().take(guard, names).expect("detach of a negative dentry");
         let changed = match policy {
-            UnlinkPolicy::Negative => dentry.make_negative(),
+            UnlinkPolicy::Negative => {
+                // A negative child: the directory must sweep it when it leaves (see `tree`).
+                if let Some(dir) = self.inode_arc(dentry.parent()).as_deref().and_then(Inode::dir) {
+                    dir.note_negative();
+                }
+                dentry.make_negative()
+            }
             UnlinkPolicy::Drop => dentry.remove(),
         };
         debug_assert!(changed, "a positive dentry was negative or unhashed");
