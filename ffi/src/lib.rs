@@ -1,17 +1,44 @@
 //! # udcache-ffi — the C ABI of udcache
 //!
-//! **Status: skeleton.** Builds `libudcache.so` and `libudcache.a`. The full API (cache
-//! handles, lookup, walk, add, unlink, rename, forget, readdir, stats) lands with its own issue,
-//! together with the cbindgen-generated `ffi/include/udcache.h`. For now the library exports the
-//! version query, so C programs can already link it.
+//! Builds `libudcache.so` and `libudcache.a` for C userspace filesystems (FUSE low-level
+//! servers above all): inode numbers, `(parent, name)` pairs, a lookup count per inode, and
+//! callbacks into the filesystem for what the cache does not hold. The header
+//! `include/udcache.h` is generated from this crate by cbindgen (`cbindgen.toml`) and is the
+//! documentation C programmers read; `tests/header.rs` fails when it is stale.
 //!
-//! Every exported function uses the `udc_` prefix and never lets a Rust panic unwind into C.
+//! ## Conventions
+//!
+//! - Everything exported is `udc_`/`UDC_`-prefixed; the cache is an opaque handle.
+//! - Errors are negative errno values; a refused call changes nothing. Arguments are checked
+//!   before anything is read or written ([`args`]), the handle by a magic word ([`handle`]).
+//! - Every entry point runs inside [`errors::ffi_call`]: no panic unwinds into C.
+//! - Structs that may grow open with a `size` field the caller sets to `sizeof`.
+//! - Every function is thread-safe on one handle; which thread runs which callback, and what a
+//!   callback may call, is in [`callbacks`].
+//!
+//! Module map: [`handle`] (config, new, destroy), [`args`] (names and pointers from C),
+//! [`types`] (file types, entries), [`lookup`] (lookup, resolve, walk, children), [`ops`]
+//! (add, unlink, rename, forget, invalidate, shrink), [`attr`], [`readdir`], [`stats`],
+//! [`callbacks`], [`errors`].
+
+// The exported types carry their C names (`udc_cache`, `udc_entry`, ...): the header is the API.
+#![allow(non_camel_case_types)]
 
 use std::ffi::c_char;
 
-/// The library version as a NUL-terminated string, e.g. `"0.1.0"`.
-///
-/// The pointer refers to static storage: never free it.
+mod args;
+pub mod attr;
+pub mod callbacks;
+mod errors;
+pub mod handle;
+pub mod lookup;
+pub mod ops;
+pub mod readdir;
+pub mod stats;
+pub mod types;
+
+/// The library version as a NUL-terminated string, e.g. `"0.1.0"`. The pointer refers to
+/// static storage: never free it.
 #[unsafe(no_mangle)]
 pub extern "C" fn udc_version() -> *const c_char {
     const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");

@@ -1,0 +1,895 @@
+/* api_test.c -- every function of udcache.h, and every bad input: NULL pointers, unknown
+ * inodes, names with '/' or NUL, empty names, names over 255 bytes, cookies never issued. Each
+ * refused call must return its errno and change nothing, which a follow-up check verifies. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "udcache.h"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static udc_cache *new_cache(uint32_t policy) {
+    udc_config cfg;
+    udc_config_init(&cfg);
+    cfg.expected_entries = 1024;
+    cfg.unlink_policy = policy;
+    udc_cache *c = NULL;
+    CHECK_EQ(udc_cache_new(&cfg, &c), 0);
+    CHECK(c != NULL);
+    return c;
+}
+
+static udc_entry ent(uint64_t ino, uint32_t type, uint64_t fs_data) {
+    udc_entry e = {.ino = ino, .type = type, .fs_data = fs_data};
+    return e;
+}
+
+/* What a refused call must leave alone: the counts of the tables. */
+typedef struct {
+    uint64_t dentries, negatives, inodes;
+} counts;
+
+static counts count_of(const udc_cache *c) {
+    udc_stats s = {.size = sizeof s};
+    CHECK_EQ(udc_stats_get(c, &s), 0);
+    counts k = {s.nr_dentry, s.nr_negative, s.nr_inodes};
+    return k;
+}
+
+static int same(counts a, counts b) {
+    return a.dentries == b.dentries && a.negatives == b.negatives && a.inodes == b.inodes;
+}
+
+/* udc_lookup's answer for (parent, name), or its error; *ino set on UDC_POSITIVE. */
+static int look(udc_cache *c, uint64_t parent, const char *name, uint64_t *ino) {
+    udc_entry e = {0};
+    int r = udc_lookup(c, parent, name, strlen(name), &e);
+    if (ino)
+        *ino = r == UDC_POSITIVE ? e.ino : 0;
+    return r;
+}
+
+static void forget_checking_lookups(udc_cache *c, uint64_t ino, uint64_t n);
+
+/* ---- the bad names, for every function that takes a name ---------------------------------- */
+
+typedef struct {
+    const char *what, *name;
+    size_t len;
+    int err;
+} bad_name;
+
+static char long_name[300];
+
+static const bad_name *bad_names(size_t *n) {
+    memset(long_name, 'x', sizeof long_name);
+    static bad_name b[] = {
+        {"NULL name", NULL, 3, -EINVAL},
+        {"empty name", "a", 0, -EINVAL},
+        {"empty name, NULL", NULL, 0, -EINVAL},
+        {"slash", "a/b", 3, -EINVAL},
+        {"slash only", "/", 1, -EINVAL},
+        {"NUL inside", "a\0b", 3, -EINVAL},
+        {"dot", ".", 1, -EINVAL},
+        {"dotdot", "..", 2, -EINVAL},
+        {"256 bytes", long_name, 256, -ENAMETOOLONG},
+        {"huge len", long_name, (size_t)1 << 40, -ENAMETOOLONG},
+    };
+    *n = sizeof b / sizeof b[0];
+    return b;
+}
+
+static void test_bad_names(void) {
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    udc_entry f = ent(10, UDC_TYPE_REG, 0), out = {0};
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("keep"), &f), 0);
+    counts before = count_of(c);
+    size_t n;
+    const bad_name *b = bad_names(&n);
+    for (size_t i = 0; i < n; i++) {
+        int err = b[i].err;
+        udc_entry e = ent(11, UDC_TYPE_REG, 0);
+        CHECK_EQ(udc_lookup(c, UDC_ROOT_INO, b[i].name, b[i].len, &out), err);
+        CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, b[i].name, b[i].len, &out), err);
+        CHECK_EQ(udc_add(c, UDC_ROOT_INO, b[i].name, b[i].len, &e), err);
+        CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, b[i].name, b[i].len), err);
+        CHECK_EQ(udc_unlink(c, UDC_ROOT_INO, b[i].name, b[i].len), err);
+        CHECK_EQ(udc_invalidate(c, UDC_ROOT_INO, b[i].name, b[i].len), err);
+        CHECK_EQ(udc_rename(c, UDC_ROOT_INO, S("keep"), UDC_ROOT_INO, b[i].name, b[i].len, 0), err);
+        CHECK_EQ(udc_rename(c, UDC_ROOT_INO, b[i].name, b[i].len, UDC_ROOT_INO, S("new"), 0), err);
+        if (!same(before, count_of(c)))
+            fprintf(stderr, "bad name '%s' changed the cache\n", b[i].what);
+        CHECK(same(before, count_of(c)));
+        CHECK_EQ(look(c, UDC_ROOT_INO, "keep", NULL), UDC_POSITIVE);
+        CHECK_EQ(look(c, UDC_ROOT_INO, "new", NULL), UDC_MISS);
+    }
+    /* 255 bytes is the longest name. */
+    CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, long_name, 255), 0);
+    CHECK_EQ(udc_lookup(c, UDC_ROOT_INO, long_name, 255, &out), UDC_NEGATIVE);
+    /* "..." is a name like any other. */
+    CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, S("...")), 0);
+    udc_cache_destroy(c);
+}
+
+/* ---- handles and configuration ------------------------------------------------------------ */
+
+static void test_handles(void) {
+    CHECK(udc_version() != NULL && strlen(udc_version()) > 0);
+    CHECK_EQ(strcmp(udc_version(), "0.1.0"), 0);
+
+    udc_config cfg;
+    memset(&cfg, 0xab, sizeof cfg);
+    udc_config_init(&cfg);
+    CHECK_EQ(cfg.size, sizeof cfg);
+    CHECK_EQ(cfg.expected_entries, 0);
+    CHECK_EQ(cfg.negative_cap, 0);
+    CHECK_EQ(cfg.unlink_policy, UDC_UNLINK_NEGATIVE);
+    udc_config_init(NULL); /* ignored */
+
+    udc_cache *c = (udc_cache *)0x1;
+    CHECK_EQ(udc_cache_new(NULL, NULL), -EINVAL);
+    CHECK_EQ(udc_cache_new(&cfg, NULL), -EINVAL);
+    udc_config bad = cfg;
+    bad.size = 0;
+    CHECK_EQ(udc_cache_new(&bad, &c), -EINVAL);
+    bad = cfg;
+    bad.size = sizeof bad - 1;
+    CHECK_EQ(udc_cache_new(&bad, &c), -EINVAL);
+    bad = cfg;
+    bad.unlink_policy = 7;
+    CHECK_EQ(udc_cache_new(&bad, &c), -EINVAL);
+    bad = cfg;
+    bad.buckets = SIZE_MAX;
+    CHECK_EQ(udc_cache_new(&bad, &c), -EINVAL);
+    bad = cfg;
+    bad.expected_entries = SIZE_MAX;
+    CHECK_EQ(udc_cache_new(&bad, &c), -EINVAL);
+    CHECK(c == (udc_cache *)0x1); /* untouched by the refusals */
+
+    /* Defaults (NULL config), and every field set. */
+    CHECK_EQ(udc_cache_new(NULL, &c), 0);
+    udc_stats s = {.size = sizeof s};
+    CHECK_EQ(udc_stats_get(c, &s), 0);
+    CHECK_EQ(s.nr_inodes, 1); /* the root */
+    CHECK_EQ(s.nr_dentry, 0);
+    CHECK(s.nr_buckets >= 16);
+    udc_cache_destroy(c);
+    cfg.buckets = 100; /* rounded up to 128 */
+    cfg.negative_cap = UINT32_MAX;
+    cfg.unlink_policy = UDC_UNLINK_DROP;
+    cfg.readdir_pages = 8;
+    cfg.readdir_page_entries = 4;
+    CHECK_EQ(udc_cache_new(&cfg, &c), 0);
+    CHECK_EQ(udc_stats_get(c, &s), 0);
+    CHECK_EQ(s.nr_buckets, 128);
+    udc_cache_destroy(c);
+    udc_cache_destroy(NULL); /* ignored */
+
+    /* A NULL handle is -EINVAL, a garbage one -EBADF, everywhere. */
+    static uint64_t garbage[512]; /* zeroed: no magic word */
+    udc_cache *handles[2] = {NULL, (udc_cache *)garbage};
+    int errs[2] = {-EINVAL, -EBADF};
+    for (int i = 0; i < 2; i++) {
+        udc_cache *h = handles[i];
+        int err = errs[i];
+        udc_entry e = ent(5, UDC_TYPE_REG, 0);
+        udc_walk_result w = {.size = sizeof w};
+        udc_attr a = {0};
+        udc_dirent d[2];
+        size_t n = 0;
+        char text[64];
+        udc_ops ops = {.size = sizeof ops};
+        CHECK_EQ(udc_lookup(h, 1, S("a"), &e), err);
+        CHECK_EQ(udc_resolve(h, 1, S("a"), &e), err);
+        CHECK_EQ(udc_walk(h, 1, S("a"), &w), err);
+        CHECK_EQ(udc_add(h, 1, S("a"), &e), err);
+        CHECK_EQ(udc_add_negative(h, 1, S("a")), err);
+        CHECK_EQ(udc_unlink(h, 1, S("a")), err);
+        CHECK_EQ(udc_rename(h, 1, S("a"), 1, S("b"), 0), err);
+        CHECK_EQ(udc_forget(h, 5, 1), err);
+        CHECK_EQ(udc_count_lookup(h, 5), err);
+        CHECK_EQ(udc_invalidate(h, 1, S("a")), err);
+        CHECK_EQ(udc_shrink(h, 10), err);
+        CHECK_EQ(udc_getattr(h, 1, &a), err);
+        CHECK_EQ(udc_setattr(h, 1, &a, 1000), err);
+        CHECK_EQ(udc_readdir(h, 1, 0, d, 2, &n), err);
+        CHECK_EQ(udc_dir_changed(h, 1, 0), err);
+        CHECK_EQ(udc_stats_get(h, &(udc_stats){.size = sizeof(udc_stats)}), err);
+        CHECK_EQ(udc_stats_format(h, text, sizeof text), err);
+        CHECK_EQ(udc_set_ops(h, &ops), err);
+        udc_cache_destroy(h); /* ignored: NULL, or no magic word */
+    }
+    for (size_t i = 0; i < sizeof garbage / sizeof garbage[0]; i++)
+        CHECK(garbage[i] == 0 || !"destroy wrote to a garbage handle");
+}
+
+/* ---- names: add, add_negative, lookup, unlink, rename ------------------------------------- */
+
+static void test_names(void) {
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    udc_entry dir = ent(2, UDC_TYPE_DIR, 0xd1), file = ent(3, UDC_TYPE_REG, 0xf00d), out;
+    uint64_t ino;
+
+    /* NULL entry / output pointers. */
+    counts before = count_of(c);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("f"), NULL), -EINVAL);
+    CHECK_EQ(udc_lookup(c, UDC_ROOT_INO, S("f"), NULL), -EINVAL);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("f"), NULL), -EINVAL);
+    /* Bad entries: inode 0, unknown type, the root inode. */
+    udc_entry bad = ent(0, UDC_TYPE_REG, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("f"), &bad), -EINVAL);
+    bad = ent(4, UDC_TYPE_UNKNOWN, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("f"), &bad), -EINVAL);
+    bad = ent(4, 99, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("f"), &bad), -EINVAL);
+    bad = ent(UDC_ROOT_INO, UDC_TYPE_DIR, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("f"), &bad), -EMLINK);
+    /* Unknown parent inodes. */
+    CHECK_EQ(udc_add(c, 999, S("f"), &file), -ESTALE);
+    CHECK_EQ(udc_add_negative(c, 999, S("f")), -ESTALE);
+    CHECK_EQ(udc_lookup(c, 999, S("f"), &out), -ESTALE);
+    CHECK_EQ(udc_resolve(c, 999, S("f"), &out), -ESTALE);
+    CHECK_EQ(udc_unlink(c, 999, S("f")), -ESTALE);
+    CHECK_EQ(udc_invalidate(c, 999, S("f")), -ESTALE);
+    CHECK(same(before, count_of(c)));
+    CHECK_EQ(look(c, UDC_ROOT_INO, "f", NULL), UDC_MISS);
+
+    /* Add and look up. */
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d"), &dir), 0);
+    CHECK_EQ(udc_add(c, 2, S("f"), &file), 0);
+    memset(&out, 0, sizeof out);
+    CHECK_EQ(udc_lookup(c, 2, S("f"), &out), UDC_POSITIVE);
+    CHECK_EQ(out.ino, 3);
+    CHECK_EQ(out.type, UDC_TYPE_REG);
+    CHECK_EQ(out.fs_data, 0xf00d);
+    CHECK_EQ(look(c, 2, "g", NULL), UDC_MISS);
+
+    /* A file is not a directory. */
+    before = count_of(c);
+    CHECK_EQ(udc_add(c, 3, S("x"), &file), -ENOTDIR);
+    CHECK_EQ(udc_add_negative(c, 3, S("x")), -ENOTDIR);
+    CHECK_EQ(udc_lookup(c, 3, S("x"), &out), -ENOTDIR);
+    CHECK_EQ(udc_unlink(c, 3, S("x")), -ENOTDIR);
+    CHECK(same(before, count_of(c)));
+
+    /* Exists; aliases; kind mismatch. */
+    CHECK_EQ(udc_add(c, 2, S("f"), &file), -EEXIST);
+    CHECK_EQ(udc_add_negative(c, 2, S("f")), -EEXIST);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d2"), &dir), -EMLINK); /* a second name of a directory */
+    udc_entry mismatch = ent(3, UDC_TYPE_DIR, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("m"), &mismatch), -EIO);
+    CHECK(same(before, count_of(c)));
+    CHECK_EQ(look(c, UDC_ROOT_INO, "d2", NULL), UDC_MISS);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("hardlink"), &file), 0); /* a hard link of a file */
+    CHECK_EQ(look(c, UDC_ROOT_INO, "hardlink", &ino), UDC_POSITIVE);
+    CHECK_EQ(ino, 3);
+    CHECK_EQ(udc_forget(c, 3, 3), -EINVAL); /* two lookups counted, not three */
+    CHECK_EQ(look(c, 2, "f", NULL), UDC_POSITIVE);
+
+    /* Negative entries, instantiated by add. */
+    CHECK_EQ(udc_add_negative(c, 2, S("neg")), 0);
+    CHECK_EQ(udc_add_negative(c, 2, S("neg")), 0); /* already remembered: fine */
+    CHECK_EQ(look(c, 2, "neg", NULL), UDC_NEGATIVE);
+    udc_entry made = ent(4, UDC_TYPE_REG, 0);
+    CHECK_EQ(udc_add(c, 2, S("neg"), &made), 0);
+    CHECK_EQ(look(c, 2, "neg", &ino), UDC_POSITIVE);
+    CHECK_EQ(ino, 4);
+
+    /* Unlink: negative by policy; ENOENT when not positive. */
+    CHECK_EQ(udc_unlink(c, 2, S("neg")), 0);
+    CHECK_EQ(look(c, 2, "neg", NULL), UDC_NEGATIVE);
+    before = count_of(c);
+    CHECK_EQ(udc_unlink(c, 2, S("neg")), -ENOENT);
+    CHECK_EQ(udc_unlink(c, 2, S("never")), -ENOENT);
+    CHECK(same(before, count_of(c)));
+
+    /* Rename: replace, no-replace, exchange, bad flags. */
+    udc_entry g = ent(5, UDC_TYPE_REG, 0);
+    CHECK_EQ(udc_add(c, 2, S("g"), &g), 0);
+    before = count_of(c);
+    CHECK_EQ(udc_rename(c, 2, S("f"), 2, S("g"), UDC_RENAME_NOREPLACE), -EEXIST);
+    CHECK_EQ(udc_rename(c, 2, S("f"), 2, S("g"), UDC_RENAME_NOREPLACE | UDC_RENAME_EXCHANGE),
+             -EINVAL);
+    CHECK_EQ(udc_rename(c, 2, S("f"), 2, S("g"), 4), -EINVAL);
+    CHECK_EQ(udc_rename(c, 2, S("nothing"), 2, S("g"), 0), -ENOENT);
+    CHECK_EQ(udc_rename(c, 2, S("f"), 2, S("nothing"), UDC_RENAME_EXCHANGE), -ENOENT);
+    CHECK_EQ(udc_rename(c, 999, S("f"), 2, S("z"), 0), -ESTALE);
+    CHECK_EQ(udc_rename(c, 2, S("f"), 999, S("z"), 0), -ESTALE);
+    CHECK_EQ(udc_rename(c, 2, S("f"), 3, S("z"), 0), -ENOTDIR);
+    CHECK(same(before, count_of(c)));
+    CHECK_EQ(look(c, 2, "f", &ino), UDC_POSITIVE);
+    CHECK_EQ(ino, 3);
+    CHECK_EQ(look(c, 2, "g", &ino), UDC_POSITIVE);
+    CHECK_EQ(ino, 5);
+    CHECK_EQ(udc_rename(c, 2, S("f"), 2, S("g"), UDC_RENAME_EXCHANGE), 0);
+    CHECK_EQ(look(c, 2, "f", &ino), UDC_POSITIVE);
+    CHECK_EQ(ino, 5);
+    CHECK_EQ(look(c, 2, "g", &ino), UDC_POSITIVE);
+    CHECK_EQ(ino, 3);
+    CHECK_EQ(udc_rename(c, 2, S("g"), UDC_ROOT_INO, S("moved"), 0), 0);
+    CHECK_EQ(look(c, 2, "g", NULL), UDC_NEGATIVE);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "moved", &ino), UDC_POSITIVE);
+    CHECK_EQ(ino, 3);
+    CHECK_EQ(udc_rename(c, 2, S("f"), UDC_ROOT_INO, S("moved"), 0), 0); /* replaces */
+    CHECK_EQ(look(c, UDC_ROOT_INO, "moved", &ino), UDC_POSITIVE);
+    CHECK_EQ(ino, 5);
+    udc_cache_destroy(c);
+
+    /* UDC_UNLINK_DROP: an unlinked name misses. */
+    c = new_cache(UDC_UNLINK_DROP);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("f"), &file), 0);
+    CHECK_EQ(udc_unlink(c, UDC_ROOT_INO, S("f")), 0);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "f", NULL), UDC_MISS);
+    udc_cache_destroy(c);
+}
+
+/* ---- lookup counts: forget, count_lookup -------------------------------------------------- */
+
+/* Checks that `ino` has exactly `n` lookups counted, and forgets them: forgetting n + 1 is
+ * refused (and changes nothing), forgetting n drops the inode. */
+static void forget_checking_lookups(udc_cache *c, uint64_t ino, uint64_t n) {
+    CHECK_EQ(udc_forget(c, ino, n + 1), -EINVAL);
+    CHECK_EQ(udc_forget(c, ino, n), 0);
+    CHECK_EQ(udc_count_lookup(c, ino), -ESTALE);
+}
+
+static void test_forget(void) {
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    udc_entry d = ent(2, UDC_TYPE_DIR, 0), f = ent(3, UDC_TYPE_REG, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d"), &d), 0);
+    CHECK_EQ(udc_add(c, 2, S("f"), &f), 0); /* one lookup */
+    CHECK_EQ(udc_count_lookup(c, 3), 0);    /* two */
+    counts before = count_of(c);
+    CHECK_EQ(udc_forget(c, 3, 3), -EINVAL); /* more than counted */
+    CHECK_EQ(udc_forget(c, 999, 1), -ESTALE);
+    CHECK_EQ(udc_count_lookup(c, 999), -ESTALE);
+    CHECK_EQ(udc_forget(c, UDC_ROOT_INO, 1), -EINVAL); /* the root is never forgotten */
+    CHECK_EQ(udc_forget(c, 3, 0), 0);                  /* nothing */
+    CHECK(same(before, count_of(c)));
+    CHECK_EQ(udc_forget(c, 3, 1), 0);
+    CHECK_EQ(look(c, 2, "f", NULL), UDC_POSITIVE);
+    CHECK_EQ(udc_forget(c, 3, 1), 0); /* the last: the inode and its names leave */
+    CHECK_EQ(look(c, 2, "f", NULL), UDC_MISS);
+    udc_attr a;
+    CHECK_EQ(udc_getattr(c, 3, &a), -ESTALE);
+    CHECK_EQ(udc_forget(c, 3, 1), -ESTALE);
+    CHECK_EQ(count_of(c).inodes, 2);
+    udc_cache_destroy(c);
+}
+
+/* ---- walk --------------------------------------------------------------------------------- */
+
+static void test_walk(void) {
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    udc_entry a = ent(2, UDC_TYPE_DIR, 0), b = ent(3, UDC_TYPE_DIR, 0), f = ent(4, UDC_TYPE_REG, 7),
+              l = ent(5, UDC_TYPE_LNK, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("a"), &a), 0);
+    CHECK_EQ(udc_add(c, 2, S("b"), &b), 0);
+    CHECK_EQ(udc_add(c, 3, S("f"), &f), 0);
+    CHECK_EQ(udc_add(c, 2, S("link"), &l), 0);
+    CHECK_EQ(udc_add_negative(c, 3, S("gone")), 0);
+    udc_walk_result w = {.size = sizeof w};
+
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a/b/f"), &w), UDC_WALK_FOUND);
+    CHECK_EQ(w.kind, UDC_WALK_FOUND);
+    CHECK_EQ(w.entry.ino, 4);
+    CHECK_EQ(w.entry.fs_data, 7);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("/a/./b/../b//f/"), &w), UDC_WALK_FOUND);
+    CHECK_EQ(w.entry.ino, 4);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, NULL, 0, &w), UDC_WALK_FOUND); /* the empty path */
+    CHECK_EQ(w.entry.ino, UDC_ROOT_INO);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a/b/gone"), &w), UDC_WALK_NEGATIVE);
+    CHECK_EQ(w.offset, 4);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a/x/y"), &w), UDC_WALK_MISS);
+    CHECK_EQ(w.parent, 2);
+    CHECK_EQ(w.offset, 2);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a/link/z"), &w), UDC_WALK_SYMLINK);
+    CHECK_EQ(w.entry.ino, 5);
+    CHECK_EQ(w.offset, 7);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a/link"), &w), UDC_WALK_FOUND); /* lstat-like */
+    CHECK_EQ(w.entry.type, UDC_TYPE_LNK);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a/b/f/z"), &w), UDC_WALK_NOTDIR);
+    CHECK_EQ(w.entry.ino, 4);
+    CHECK_EQ(w.offset, 6);
+    CHECK_EQ(udc_walk(c, 2, S("b/f"), &w), UDC_WALK_FOUND); /* from another directory */
+    CHECK_EQ(w.entry.ino, 4);
+
+    /* Refusals: the result is untouched. */
+    udc_walk_result untouched = {.size = sizeof w, .kind = 77};
+    w = untouched;
+    CHECK_EQ(udc_walk(c, 999, S("a"), &w), -ESTALE);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, NULL, 3, &w), -EINVAL);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a/b\0c"), &w), -EINVAL);
+    char path[300] = "a/";
+    memset(path + 2, 'y', 256);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, path, 258, &w), -ENAMETOOLONG);
+    CHECK_EQ(w.kind, 77);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a"), NULL), -EINVAL);
+    udc_walk_result small = {.size = sizeof small - 1, .kind = 77};
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a"), &small), -EINVAL);
+    CHECK_EQ(small.kind, 77);
+    udc_cache_destroy(c);
+}
+
+/* ---- attributes --------------------------------------------------------------------------- */
+
+/* Field by field: a struct's padding bytes are not part of its value. */
+static int same_attr(const udc_attr *x, const udc_attr *y) {
+    return x->ino == y->ino && x->size == y->size && x->blocks == y->blocks &&
+           x->mode == y->mode && x->nlink == y->nlink && x->uid == y->uid && x->gid == y->gid &&
+           x->rdev == y->rdev && x->blksize == y->blksize && x->atime_sec == y->atime_sec &&
+           x->mtime_sec == y->mtime_sec && x->ctime_sec == y->ctime_sec &&
+           x->atime_nsec == y->atime_nsec && x->mtime_nsec == y->mtime_nsec &&
+           x->ctime_nsec == y->ctime_nsec;
+}
+
+static void test_attr(void) {
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    udc_attr a = {.size = 4096, .blocks = 8, .mode = 040755, .nlink = 2, .uid = 1000, .gid = 100,
+                  .rdev = 0, .blksize = 4096, .atime_sec = -1, .mtime_sec = 1700000000,
+                  .ctime_sec = 5, .atime_nsec = 1, .mtime_nsec = 999999999, .ctime_nsec = 3};
+    udc_attr out;
+    memset(&out, 0x5a, sizeof out);
+    const udc_attr untouched = out;
+    CHECK_EQ(udc_getattr(c, UDC_ROOT_INO, &out), -ENODATA); /* never set */
+    CHECK_EQ(udc_getattr(c, 999, &out), -ESTALE);
+    CHECK_EQ(udc_setattr(c, 999, &a, 1000000000), -ESTALE);
+    CHECK_EQ(udc_getattr(c, UDC_ROOT_INO, NULL), -EINVAL);
+    CHECK_EQ(udc_setattr(c, UDC_ROOT_INO, NULL, 1000000000), -EINVAL);
+    CHECK(memcmp(&out, &untouched, sizeof out) == 0); /* not written at all */
+    CHECK_EQ(udc_getattr(c, UDC_ROOT_INO, &out), -ENODATA); /* the refusals set nothing */
+
+    CHECK_EQ(udc_setattr(c, UDC_ROOT_INO, &a, 60ull * 1000000000), 0);
+    CHECK_EQ(udc_getattr(c, UDC_ROOT_INO, &out), 0);
+    a.ino = UDC_ROOT_INO; /* filled by getattr */
+    CHECK(same_attr(&out, &a));
+    CHECK_EQ(udc_setattr(c, UDC_ROOT_INO, &a, UINT64_MAX), 0); /* "forever" */
+    CHECK_EQ(udc_getattr(c, UDC_ROOT_INO, &out), 0);
+    CHECK_EQ(udc_setattr(c, UDC_ROOT_INO, &a, 0), 0); /* expired at once */
+    CHECK_EQ(udc_getattr(c, UDC_ROOT_INO, &out), -ENODATA);
+    udc_cache_destroy(c);
+}
+
+/* ---- callbacks: set_ops, resolve ---------------------------------------------------------- */
+
+typedef struct {
+    int calls;         /* lookup callback calls */
+    int reply;         /* what it returns for names starting with 'e' */
+    udc_cache *cache;  /* for calls back into the library */
+    int reentry_ok;    /* udc_ calls made from inside the callback worked */
+} fs_state;
+
+static int fs_lookup(void *ctx, uint64_t parent, const char *name, size_t len, udc_entry *out) {
+    fs_state *fs = ctx;
+    fs->calls++;
+    /* A callback may call the library (not the waiting resolve of this name). */
+    udc_stats s = {.size = sizeof s};
+    udc_entry e;
+    if (udc_stats_get(fs->cache, &s) == 0 &&
+        udc_lookup(fs->cache, parent, name, len, &e) == UDC_MISS)
+        fs->reentry_ok++;
+    if (len >= 3 && memcmp(name, "yes", 3) == 0) {
+        *out = ent(100 + (uint64_t)fs->calls, UDC_TYPE_REG, 42);
+        return 1;
+    }
+    if (len >= 3 && memcmp(name, "bad", 3) == 0) {
+        *out = ent(200, 99, 0); /* an unknown type: a broken contract */
+        return 1;
+    }
+    if (name[0] == 'e')
+        return fs->reply;
+    return 0;
+}
+
+static void test_resolve(void) {
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    fs_state fs = {.cache = c};
+    udc_entry out;
+
+    /* Without callbacks: cached answers only. */
+    udc_entry f = ent(3, UDC_TYPE_REG, 9);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("f"), &f), 0);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("f"), &out), UDC_POSITIVE);
+    CHECK_EQ(out.fs_data, 9);
+    forget_checking_lookups(c, 3, 2); /* add + resolve */
+    CHECK_EQ(look(c, UDC_ROOT_INO, "f", NULL), UDC_MISS);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("unknown"), &out), -ENOSYS);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "unknown", NULL), UDC_MISS);
+
+    /* set_ops: NULL, too small, then set, then busy. */
+    udc_ops ops = {.size = sizeof ops, .lookup = fs_lookup, .readdir = NULL, .ctx = &fs};
+    CHECK_EQ(udc_set_ops(c, NULL), -EINVAL);
+    udc_ops small = ops;
+    small.size = sizeof small - 1;
+    CHECK_EQ(udc_set_ops(c, &small), -EINVAL);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("yes1"), &out), -ENOSYS); /* still none */
+    CHECK_EQ(udc_set_ops(c, &ops), 0);
+    CHECK_EQ(udc_set_ops(c, &ops), -EBUSY);
+
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("yes1"), &out), UDC_POSITIVE);
+    CHECK_EQ(fs.calls, 1);
+    CHECK_EQ(out.ino, 101);
+    CHECK_EQ(out.fs_data, 42);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("yes1"), &out), UDC_POSITIVE); /* cached */
+    CHECK_EQ(fs.calls, 1);
+    forget_checking_lookups(c, 101, 2);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "yes1", NULL), UDC_MISS);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("no"), &out), UDC_NEGATIVE);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "no", NULL), UDC_NEGATIVE); /* remembered */
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("no"), &out), UDC_NEGATIVE);
+    CHECK_EQ(fs.calls, 2);
+    CHECK_EQ(fs.reentry_ok, 2);
+
+    /* Callback errors are returned and not cached; broken contracts are -EIO. */
+    counts before = count_of(c);
+    fs.reply = -EACCES;
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("e1"), &out), -EACCES);
+    fs.reply = 5;
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("e2"), &out), -EIO);
+    fs.reply = INT_MIN;
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("e3"), &out), -EIO);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("bad"), &out), -EIO);
+    CHECK(same(before, count_of(c)));
+    CHECK_EQ(look(c, UDC_ROOT_INO, "e1", NULL), UDC_MISS);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "bad", NULL), UDC_MISS);
+
+    udc_stats s = {.size = sizeof s};
+    CHECK_EQ(udc_stats_get(c, &s), 0);
+    /* Every miss went to the filesystem: the callback's calls, and the two misses that failed
+     * with -ENOSYS before there was a callback. */
+    CHECK_EQ(s.backend_lookups, (uint64_t)fs.calls + 2);
+    udc_cache_destroy(c);
+}
+
+/* ---- readdir ------------------------------------------------------------------------------ */
+
+#define NDIR 10
+
+typedef struct {
+    int calls;
+    int mode;          /* 0: normal; 1: forget udc_fill_done; 2: fail with -EACCES */
+    int fill_checks;   /* refusals udc_fill_add/done gave as expected, inside the callback */
+    int enospc;        /* udc_fill_add refused an entry past max */
+} dir_state;
+
+/* Directory 1 (the root) holds f0..f9, cookies 1..10, inodes 100..109. Directory 2 holds
+ * nothing and fails with -EIO. */
+static int fs_readdir(void *ctx, uint64_t dir, uint64_t cookie, size_t max, udc_fill *fill) {
+    dir_state *st = ctx;
+    st->calls++;
+    if (dir != UDC_ROOT_INO)
+        return -EIO;
+    if (st->mode == 2)
+        return -EACCES;
+    if (cookie > NDIR)
+        return -EINVAL; /* never issued: cannot resume there */
+    /* The fill refuses bad entries and changes nothing. */
+    int ok = 1;
+    ok &= udc_fill_add(fill, S("a/b"), 1, UDC_TYPE_REG, 77) == -EINVAL;
+    ok &= udc_fill_add(fill, NULL, 3, 1, UDC_TYPE_REG, 77) == -EINVAL;
+    ok &= udc_fill_add(fill, "x", 0, 1, UDC_TYPE_REG, 77) == -EINVAL;
+    ok &= udc_fill_add(fill, long_name, 256, 1, UDC_TYPE_REG, 77) == -ENAMETOOLONG;
+    ok &= udc_fill_add(fill, S("x"), 0, UDC_TYPE_REG, 77) == -EINVAL; /* inode 0 */
+    ok &= udc_fill_add(fill, S("x"), 1, UDC_TYPE_REG, 0) == -EINVAL;  /* cookie 0 */
+    ok &= udc_fill_add(fill, S("x"), 1, 42, 77) == -EINVAL;           /* unknown type */
+    ok &= udc_fill_add(NULL, S("x"), 1, UDC_TYPE_REG, 77) == -EINVAL;
+    ok &= udc_fill_done(NULL, 1, 0) == -EINVAL;
+    static uint64_t junk[64];
+    ok &= udc_fill_add((udc_fill *)junk, S("x"), 1, UDC_TYPE_REG, 77) == -EBADF;
+    st->fill_checks += ok;
+    size_t added = 0;
+    for (uint64_t i = cookie; i < NDIR; i++) {
+        char name[8];
+        int n = snprintf(name, sizeof name, "f%d", (int)i);
+        int r = udc_fill_add(fill, name, (size_t)n, 100 + i, i % 2 ? UDC_TYPE_DIR : UDC_TYPE_REG,
+                             i + 1);
+        if (r == -ENOSPC) {
+            st->enospc++;
+            break;
+        }
+        if (r == 0)
+            added++;
+    }
+    if (added != (max < NDIR - cookie ? max : NDIR - cookie))
+        st->fill_checks -= 1000;
+    if (st->mode == 1)
+        return 0;
+    int eof = cookie + added >= NDIR;
+    if (udc_fill_done(fill, eof, 1) != 0 || udc_fill_done(fill, eof, 1) != -EINVAL ||
+        udc_fill_add(fill, S("late"), 1, UDC_TYPE_REG, 99) != -EINVAL)
+        st->fill_checks -= 1000;
+    return 0;
+}
+
+/* Lists directory `dir` from `cookie` in batches of at most `max`, counting each f<k> seen;
+ * returns the last udc_readdir result (1 at the end) and the batches in *batches. */
+static int list(udc_cache *c, uint64_t dir, uint64_t cookie, size_t max, int seen[NDIR],
+                int *batches) {
+    udc_dirent d[16];
+    size_t n;
+    int r;
+    *batches = 0;
+    do {
+        r = udc_readdir(c, dir, cookie, d, max, &n);
+        CHECK(r == 0 || r == 1);
+        if (r < 0)
+            return r;
+        CHECK(n <= max);
+        for (size_t i = 0; i < n; i++) {
+            int k = -1;
+            CHECK_EQ(sscanf(d[i].name, "f%d", &k), 1);
+            CHECK(k >= 0 && k < NDIR);
+            if (k < 0 || k >= NDIR)
+                continue;
+            seen[k]++;
+            CHECK_EQ(d[i].ino, 100 + (uint64_t)k);
+            CHECK_EQ(d[i].cookie, (uint64_t)k + 1);
+            CHECK_EQ(d[i].type, k % 2 ? UDC_TYPE_DIR : UDC_TYPE_REG);
+            CHECK_EQ(d[i].namelen, strlen(d[i].name));
+            cookie = d[i].cookie;
+        }
+        ++*batches;
+    } while (r == 0 && *batches < 100);
+    return r;
+}
+
+static void test_readdir(void) {
+    udc_config cfg;
+    udc_config_init(&cfg);
+    cfg.readdir_page_entries = 4;
+    udc_cache *c = NULL;
+    CHECK_EQ(udc_cache_new(&cfg, &c), 0);
+    dir_state st = {0};
+    udc_dirent d[16];
+    size_t n = 99;
+
+    /* Without a readdir callback. */
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 16, &n), -ENOSYS);
+    udc_ops ops = {.size = sizeof ops, .readdir = fs_readdir, .ctx = &st};
+    CHECK_EQ(udc_set_ops(c, &ops), 0);
+
+    /* Bad arguments: nothing read, *count untouched. */
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, NULL, 16, &n), -EINVAL);
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 16, NULL), -EINVAL);
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 0, &n), -EINVAL);
+    CHECK_EQ(udc_readdir(c, 999, 0, d, 16, &n), -ESTALE);
+    udc_entry f = ent(3, UDC_TYPE_REG, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("file"), &f), 0);
+    CHECK_EQ(udc_readdir(c, 3, 0, d, 16, &n), -ENOTDIR);
+    CHECK_EQ(n, 99);
+    CHECK_EQ(st.calls, 0);
+    CHECK_EQ(udc_unlink(c, UDC_ROOT_INO, S("file")), 0);
+
+    /* A listing in batches of at most 3. */
+    int seen[NDIR] = {0}, batches;
+    CHECK_EQ(list(c, UDC_ROOT_INO, 0, 3, seen, &batches), 1);
+    CHECK(batches >= 4);
+    for (int k = 0; k < NDIR; k++)
+        CHECK_EQ(seen[k], 1);
+    CHECK(st.fill_checks > 0);
+    CHECK(st.enospc > 0);
+
+    /* Resume at any cookie it gave; again from the cache (no new callback call). */
+    int calls = st.calls;
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 7, d, 16, &n), 1);
+    CHECK_EQ(n, 3);
+    CHECK_EQ(strcmp(d[0].name, "f7"), 0);
+    CHECK_EQ(st.calls, calls);
+    udc_stats s = {.size = sizeof s};
+    CHECK_EQ(udc_stats_get(c, &s), 0);
+    CHECK(s.readdir_hits > 0);
+    CHECK(s.readdir_misses > 0);
+
+    /* The complete listing answers misses: no lookup callback is needed, no negative kept. */
+    udc_entry out;
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("not-listed"), &out), UDC_NEGATIVE);
+    CHECK_EQ(udc_stats_get(c, &s), 0);
+    CHECK_EQ(s.complete_dir_negatives, 1);
+
+    /* A cookie never issued: -EINVAL, *count untouched. */
+    n = 99;
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 12345, d, 16, &n), -EINVAL);
+    CHECK_EQ(n, 99);
+
+    /* dir_changed: known and unknown verifiers; then the callback is asked again. */
+    CHECK_EQ(udc_dir_changed(c, 999, 0), -ESTALE);
+    CHECK_EQ(udc_dir_changed(c, 3, 0), -ENOTDIR); /* unlinked, still cached (not forgotten) */
+    CHECK_EQ(udc_dir_changed(c, UDC_ROOT_INO, 0), 0);
+    calls = st.calls;
+    memset(seen, 0, sizeof seen);
+    CHECK_EQ(list(c, UDC_ROOT_INO, 0, 16, seen, &batches), 1);
+    for (int k = 0; k < NDIR; k++)
+        CHECK_EQ(seen[k], 1);
+    CHECK(st.calls > calls);
+    CHECK_EQ(udc_dir_changed(c, UDC_ROOT_INO, 2), 0);
+
+    /* Broken or failing callbacks. */
+    CHECK_EQ(udc_dir_changed(c, UDC_ROOT_INO, 0), 0);
+    st.mode = 1; /* returns 0 without udc_fill_done */
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 16, &n), -EIO);
+    st.mode = 2;
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 16, &n), -EACCES);
+    st.mode = 0;
+    memset(seen, 0, sizeof seen);
+    CHECK_EQ(list(c, UDC_ROOT_INO, 0, 16, seen, &batches), 1);
+    for (int k = 0; k < NDIR; k++)
+        CHECK_EQ(seen[k], 1);
+    udc_cache_destroy(c);
+}
+
+/* ---- invalidate, shrink, stats ------------------------------------------------------------ */
+
+static void test_invalidate_shrink_stats(void) {
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    udc_entry d = ent(2, UDC_TYPE_DIR, 0), sub = ent(3, UDC_TYPE_DIR, 0);
+    udc_entry f = ent(4, UDC_TYPE_REG, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d"), &d), 0);
+    CHECK_EQ(udc_add(c, 2, S("sub"), &sub), 0);
+    CHECK_EQ(udc_add(c, 3, S("f"), &f), 0);
+    CHECK_EQ(udc_add_negative(c, 3, S("n")), 0);
+
+    counts before = count_of(c);
+    CHECK_EQ(udc_invalidate(c, UDC_ROOT_INO, S("nothing")), -ENOENT);
+    CHECK_EQ(udc_invalidate(c, 4, S("x")), -ENOTDIR);
+    CHECK(same(before, count_of(c)));
+    CHECK_EQ(udc_invalidate(c, UDC_ROOT_INO, S("d")), 0); /* the subtree goes */
+    CHECK_EQ(look(c, UDC_ROOT_INO, "d", NULL), UDC_MISS);
+    CHECK_EQ(look(c, 2, "sub", NULL), UDC_MISS);
+    CHECK_EQ(look(c, 3, "f", NULL), UDC_MISS);
+    CHECK_EQ(look(c, 3, "n", NULL), UDC_MISS);
+    CHECK_EQ(count_of(c).inodes, before.inodes); /* inodes stay until forget */
+
+    for (int i = 0; i < 20; i++) {
+        char name[16];
+        int n = snprintf(name, sizeof name, "neg%d", i);
+        CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, name, (size_t)n), 0);
+    }
+    uint64_t dentries = count_of(c).dentries;
+    CHECK(dentries > 0);
+    CHECK_EQ(udc_shrink(c, 0), 0);
+    int shrunk = udc_shrink(c, 5);
+    CHECK_EQ(shrunk, 5);
+    CHECK_EQ(count_of(c).dentries, dentries - 5);
+    CHECK_EQ(udc_shrink(c, SIZE_MAX), (int)(dentries - 5)); /* everything left */
+    CHECK_EQ(count_of(c).dentries, 0);
+
+    /* stats: NULL, too small, then the text form. */
+    udc_stats s = {.size = sizeof s - 1, .nr_dentry = 77};
+    CHECK_EQ(udc_stats_get(c, NULL), -EINVAL);
+    CHECK_EQ(udc_stats_get(c, &s), -EINVAL);
+    CHECK_EQ(s.nr_dentry, 77);
+    CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, S("one")), 0);
+    s.size = sizeof s;
+    CHECK_EQ(udc_stats_get(c, &s), 0);
+    CHECK_EQ(s.size, sizeof s);
+    CHECK_EQ(s.nr_dentry, 1);
+    CHECK_EQ(s.nr_negative, 1);
+
+    int len = udc_stats_format(c, NULL, 0);
+    CHECK(len > 0);
+    CHECK_EQ(udc_stats_format(c, NULL, 10), -EINVAL);
+    char *text = malloc((size_t)len + 1);
+    CHECK_EQ(udc_stats_format(c, text, (size_t)len + 1), len);
+    CHECK_EQ(strlen(text), (size_t)len);
+    long f6[6];
+    CHECK_EQ(sscanf(text, "%ld %ld %ld %ld %ld %ld", &f6[0], &f6[1], &f6[2], &f6[3], &f6[4],
+                    &f6[5]), 6);
+    CHECK_EQ(f6[0], 1);
+    CHECK_EQ(f6[4], 1);
+    CHECK_EQ(f6[5], (long)s.nr_buckets);
+    CHECK(strstr(text, "\nnr_inodes 4\n") != NULL);
+    char small[8];
+    CHECK_EQ(udc_stats_format(c, small, sizeof small), len); /* truncated, NUL-terminated */
+    CHECK_EQ(strlen(small), sizeof small - 1);
+    CHECK_EQ(memcmp(small, text, sizeof small - 1), 0);
+    free(text);
+    udc_cache_destroy(c);
+}
+
+/* ---- children ---------------------------------------------------------------------------- */
+
+typedef struct {
+    int calls, stop_at, reentry_ok;
+    uint64_t ino_sum;
+    udc_cache *cache;
+} child_state;
+
+static int visit_child(void *ctx, const char *name, size_t len, const udc_entry *e) {
+    child_state *st = ctx;
+    st->calls++;
+    st->ino_sum += e->ino;
+    udc_entry out; /* a visitor may call the library */
+    if (udc_lookup(st->cache, UDC_ROOT_INO, name, len, &out) == UDC_POSITIVE && out.ino == e->ino)
+        st->reentry_ok++;
+    return st->calls == st->stop_at;
+}
+
+static void test_children(void) {
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    for (uint64_t i = 0; i < 5; i++) {
+        char name[8];
+        int n = snprintf(name, sizeof name, "c%d", (int)i);
+        udc_entry e = ent(10 + i, UDC_TYPE_REG, 0);
+        CHECK_EQ(udc_add(c, UDC_ROOT_INO, name, (size_t)n, &e), 0);
+    }
+    for (int i = 0; i < 100; i++) { /* negatives are not children */
+        char name[16];
+        int n = snprintf(name, sizeof name, "miss%d", i);
+        CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, name, (size_t)n), 0);
+    }
+    child_state st = {.cache = c};
+    CHECK_EQ(udc_children(c, UDC_ROOT_INO, NULL, NULL), 5); /* count only */
+    CHECK_EQ(udc_children(c, UDC_ROOT_INO, visit_child, &st), 5);
+    CHECK_EQ(st.calls, 5);
+    CHECK_EQ(st.ino_sum, 10 + 11 + 12 + 13 + 14);
+    CHECK_EQ(st.reentry_ok, 5);
+    st.calls = 0;
+    st.stop_at = 2;
+    CHECK_EQ(udc_children(c, UDC_ROOT_INO, visit_child, &st), 2); /* stopped by the visitor */
+    CHECK_EQ(st.calls, 2);
+    CHECK_EQ(udc_children(c, 999, NULL, NULL), -ESTALE);
+    CHECK_EQ(udc_children(c, 10, NULL, NULL), -ENOTDIR);
+    CHECK_EQ(udc_children(NULL, UDC_ROOT_INO, NULL, NULL), -EINVAL);
+    udc_cache_destroy(c);
+}
+
+/* ---- known udcache bugs: reported as xfail until fixed ------------------------------------- */
+
+static int xfailed;
+
+/* A check that fails today because of a known bug in the udcache crate (not in the C ABI):
+ * reported, not counted as a failure; once it passes it counts as passed and says so. */
+#define XFAIL_CHECK(cond, bug)                                                            \
+    do {                                                                                  \
+        if (cond) {                                                                       \
+            CHECK(cond);                                                                  \
+            fprintf(stderr, "xpass: %s -- fixed: make it a CHECK\n", bug);                \
+        } else {                                                                          \
+            xfailed++;                                                                    \
+            fprintf(stderr, "xfail: %s\n", bug);                                          \
+        }                                                                                 \
+    } while (0)
+
+/* Negative entries made by udc_unlink (and by udc_rename's source) under a directory survive
+ * udc_invalidate and the last udc_forget of that directory: only udc_add_negative marks the
+ * directory as having negatives to sweep. A reused directory inode number then answers
+ * "does not exist" for a name that may exist. */
+static void test_known_bugs(void) {
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    udc_entry d = ent(2, UDC_TYPE_DIR, 0), f = ent(3, UDC_TYPE_REG, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d"), &d), 0);
+    CHECK_EQ(udc_add(c, 2, S("f"), &f), 0);
+    CHECK_EQ(udc_unlink(c, 2, S("f")), 0);
+    CHECK_EQ(look(c, 2, "f", NULL), UDC_NEGATIVE);
+    CHECK_EQ(udc_invalidate(c, UDC_ROOT_INO, S("d")), 0);
+    XFAIL_CHECK(look(c, 2, "f", NULL) == UDC_MISS,
+                "udcache: a negative made by unlink survives invalidate of its directory");
+    CHECK_EQ(udc_forget(c, 2, 1), 0); /* the directory's inode number may now be reused */
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("other"), &d), 0);
+    XFAIL_CHECK(look(c, 2, "f", NULL) == UDC_MISS,
+                "udcache: a reused directory inode number inherits unlink-made negatives");
+    udc_cache_destroy(c);
+}
+
+int main(void) {
+    test_handles();
+    test_bad_names();
+    test_names();
+    test_forget();
+    test_walk();
+    test_attr();
+    test_resolve();
+    test_readdir();
+    test_invalidate_shrink_stats();
+    test_children();
+    test_known_bugs();
+    if (xfailed)
+        printf("api: %d checks xfail (known udcache bugs, see stderr)\n", xfailed);
+    return check_summary("api");
+}

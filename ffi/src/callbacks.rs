@@ -1,0 +1,145 @@
+//! The filesystem's callbacks: `udc_ops`, and the adapter that lets the cache call them.
+//!
+//! # Threads
+//!
+//! A callback runs on the thread that called the `udc_` function that needed it
+//! (`udc_resolve` for `lookup`, `udc_readdir` for `readdir`), with no cache lock held and no
+//! epoch pinned, so it may block and may call any `udc_` function on the same cache except
+//! `udc_cache_destroy`, and except the call that is waiting for it (a `udc_resolve` of the
+//! same name, a `udc_readdir` of the same directory), which would wait for itself. Several
+//! callbacks run at once when several threads miss different names.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::ptr;
+use std::sync::Arc;
+
+use dcache::readdir::{Fill, FillError};
+use dcache::{Filesystem, InodeSpec};
+
+use crate::args::{self, check_size, versioned};
+use crate::errors::{CResult, ffi_call};
+use crate::handle::{self, udc_cache};
+use crate::types::udc_entry;
+
+/// The filesystem's lookup, called by `udc_resolve` on a miss: return 1 and fill `*out` if
+/// `name` exists in directory `parent`, 0 if it does not (remembered as a negative entry), or
+/// `-errno` (returned by `udc_resolve`, not cached). `name` is not NUL-terminated. A return
+/// above 1, or an `*out` with inode 0 or an unknown type, is reported as `-EIO`.
+pub type udc_lookup_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        parent: u64,
+        name: *const c_char,
+        len: usize,
+        out: *mut udc_entry,
+    ) -> c_int,
+>;
+
+/// The filesystem's directory listing, called by `udc_readdir` for ranges the cache lacks:
+/// append up to `max` entries that follow `cookie` (0 = the start) with `udc_fill_add`, then
+/// call `udc_fill_done`; return 0 or `-errno`. Return `-EINVAL` or `-ESTALE` for a cookie it
+/// cannot resume at (reported by `udc_readdir` as a bad cookie, `-EINVAL`). The cookies it
+/// issues must be non-zero.
+pub type udc_readdir_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        dir: u64,
+        cookie: u64,
+        max: usize,
+        fill: *mut crate::readdir::udc_fill,
+    ) -> c_int,
+>;
+
+/// The filesystem's callbacks and their context, given to `udc_set_ops`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct udc_ops {
+    /// `sizeof(struct udc_ops)`.
+    pub size: usize,
+    /// Called on a miss by `udc_resolve`; NULL: `udc_resolve` returns `-ENOSYS` on a miss.
+    pub lookup: udc_lookup_fn,
+    /// Called by `udc_readdir`; NULL: `udc_readdir` returns `-ENOSYS`.
+    pub readdir: udc_readdir_fn,
+    /// Passed to every callback as its first argument.
+    pub ctx: *mut c_void,
+}
+versioned!(udc_ops);
+
+/// The callbacks as the cache sees them: a [`Filesystem`].
+pub(crate) struct Backend {
+    ops: udc_ops,
+}
+
+// SAFETY: the header requires the callbacks and their context to be usable from any thread,
+// several at once (see the module rules); `ops` is never written after `udc_set_ops`.
+unsafe impl Send for Backend {}
+// SAFETY: as above.
+unsafe impl Sync for Backend {}
+
+impl Backend {
+    /// No callbacks (before `udc_set_ops`).
+    pub(crate) const NONE: Backend = Backend {
+        ops: udc_ops {
+            size: size_of::<udc_ops>(),
+            lookup: None,
+            readdir: None,
+            ctx: ptr::null_mut(),
+        },
+    };
+
+    /// Whether a readdir callback was given.
+    pub(crate) fn has_readdir(&self) -> bool {
+        self.ops.readdir.is_some()
+    }
+}
+
+/// The positive errno of a callback's negative return value; anything else is `EIO`.
+pub(crate) fn callback_errno(r: c_int) -> c_int {
+    match r.checked_neg() {
+        Some(e) if e > 0 => e,
+        _ => libc::EIO,
+    }
+}
+
+impl Filesystem for Backend {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        let Some(lookup) = self.ops.lookup else { return Err(libc::ENOSYS) };
+        let mut out = udc_entry::default();
+        // SAFETY: `lookup` is the filesystem's function of the documented type; `name` is
+        // valid for `name.len()` bytes and `out` is a live udc_entry, both for the call.
+        let r = unsafe { lookup(self.ops.ctx, parent, name.as_ptr().cast(), name.len(), &mut out) };
+        match r {
+            1 => out.spec().map(Some).map_err(|_| libc::EIO),
+            0 => Ok(None),
+            r => Err(callback_errno(r)),
+        }
+    }
+
+    fn readdir(&self, dir: u64, cookie: u64, max: usize) -> Result<Fill, FillError> {
+        crate::readdir::call_readdir(self.ops.readdir, self.ops.ctx, (dir, cookie, max))
+    }
+}
+
+/// Sets the filesystem's callbacks. Call it once, before the cache is used from several
+/// threads; the callbacks then stay for the cache's life.
+///
+/// Returns 0, `-EINVAL` (`ops` NULL, or `ops->size` smaller than this library's
+/// `sizeof(struct udc_ops)`), or `-EBUSY` (set already).
+///
+/// # Safety
+///
+/// `cache` must be a live handle; `ops` NULL or a `udc_ops`. The callbacks must follow the
+/// threading rules above for as long as the cache lives.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udc_set_ops(cache: *mut udc_cache, ops: *const udc_ops) -> c_int {
+    ffi_call(|| -> CResult {
+        // SAFETY: a live handle (the caller's contract), checked.
+        let cache = unsafe { handle::get(cache) }?;
+        // SAFETY: NULL or a udc_ops (the caller's contract).
+        let ops = unsafe { args::input(ops) }?;
+        check_size(ops)?;
+        let backend = Arc::new(Backend { ops: udc_ops { size: size_of::<udc_ops>(), ..*ops } });
+        cache.backend.set(backend).map_err(|_| libc::EBUSY)?;
+        Ok(0)
+    })
+}

@@ -1,0 +1,50 @@
+//! Errors: `udcache::Error` to negative errno values, and the panic boundary.
+//!
+//! Every exported function runs its body through [`ffi_call`]: the body returns
+//! `Ok(non-negative value)` or `Err(positive errno)`, and `ffi_call` turns that into the C
+//! return value. A panic (a bug in this library) is caught there and returned as `-EIO`; it never
+//! unwinds into C, and the process goes on (a FUSE server keeps serving). The cache's mutexes
+//! recover from poisoning, so later calls do not deadlock or panic in turn, but an operation
+//! that panicked half-way may have left its names inconsistent: the header tells the program to
+//! destroy the cache after an unexpected `-EIO`. Running out of memory aborts (Rust's rule).
+
+use std::ffi::c_int;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use dcache::Error;
+
+/// What an entry point's body returns: a non-negative result or a positive errno.
+pub(crate) type CResult = Result<c_int, c_int>;
+
+/// The positive errno of a cache error (`Error::errno`), for `map_err(fail)?`.
+pub(crate) fn fail(e: Error) -> c_int {
+    e.errno()
+}
+
+/// Runs an entry point's body: `Ok(v)` returns `v`, `Err(errno)` returns `-errno`, a panic
+/// returns `-EIO`.
+pub(crate) fn ffi_call(body: impl FnOnce() -> CResult) -> c_int {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(errno)) => -errno.max(1),
+        Err(_) => -libc::EIO,
+    }
+}
+
+/// Runs the body of an entry point that returns nothing: a panic is swallowed.
+pub(crate) fn ffi_void(body: impl FnOnce()) {
+    let _ = catch_unwind(AssertUnwindSafe(body));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_negative_and_panics_are_eio() {
+        assert_eq!(ffi_call(|| Ok(3)), 3);
+        assert_eq!(ffi_call(|| Err(libc::ENOENT)), -libc::ENOENT);
+        assert_eq!(ffi_call(|| panic!("bug")), -libc::EIO);
+        assert_eq!(fail(Error::UnknownInode(9)), libc::ESTALE);
+    }
+}
