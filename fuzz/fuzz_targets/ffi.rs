@@ -327,6 +327,13 @@ impl Fs {
     }
 }
 
+/// The lookup callback: answers from the script, counts its calls, may call back into the
+/// cache (on another name).
+///
+/// # Safety
+///
+/// `ctx` is the running input's `Fs`; `name` points to `len` readable bytes and `out` to a
+/// writable `udc_entry` (the library's side of the callback contract).
 unsafe extern "C" fn on_lookup(
     ctx: *mut c_void,
     _parent: u64,
@@ -381,6 +388,12 @@ unsafe extern "C" fn on_lookup(
     r
 }
 
+/// The readdir callback: fills from the script (well or badly) and checks each
+/// `udc_fill_add` / `udc_fill_done` answer.
+///
+/// # Safety
+///
+/// `ctx` is the running input's `Fs`; `fill` is the fill lent to this call.
 unsafe extern "C" fn on_readdir(
     ctx: *mut c_void,
     _dir: u64,
@@ -452,6 +465,12 @@ unsafe extern "C" fn on_readdir(
     r
 }
 
+/// The `udc_children` visitor: records each child, stops after `stop_after` if set.
+///
+/// # Safety
+///
+/// `ctx` is the running call's `Visit`; `name` points to `len` readable bytes and `entry` to a
+/// live `udc_entry`.
 unsafe extern "C" fn on_child(
     ctx: *mut c_void,
     name: *const c_char,
