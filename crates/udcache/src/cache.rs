@@ -478,7 +478,9 @@ impl Dcache {
     /// only its validity is renewed. Negative dentries are bounded per bucket: this one may be
     /// evicted at any time by the bounding rules.
     ///
-    /// Errors: a bad name; the name positive ([`Error::Exists`]).
+    /// Errors, changing nothing: a bad name; `parent` not a cached directory (a negative under
+    /// an unknown number would outlive the directory that number later names); the name
+    /// positive ([`Error::Exists`]).
     pub fn add_negative(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
         validate_name(name)?;
         self.file_negative(parent, name, None)
@@ -491,8 +493,10 @@ impl Dcache {
         name: &[u8],
         asked: Option<u32>,
     ) -> Result<(), Error> {
+        let dir = self.inode_arc(parent).ok_or(Error::UnknownInode(parent))?;
+        let state = dir.dir().ok_or(Error::NotDirectory(parent))?;
         let names = self.lock_names((parent, name), None);
-        self.note_negative_child(parent);
+        state.note_negative();
         let valid = self.validity(parent, true, asked);
         match self.names.insert(parent, name, true, Dentry::negative(valid)) {
             Ok(_) => Ok(()),
@@ -556,6 +560,7 @@ impl Dcache {
         let inode = dentry.value().take(valid, names).expect("detach of a negative dentry");
         let changed = match policy {
             UnlinkPolicy::Negative => {
+                // A negative child: the directory must sweep it when it leaves (see `tree`).
                 self.note_negative_child(dentry.parent());
                 dentry.make_negative()
             }

@@ -16,7 +16,10 @@
 //!   snapshot under it and call user code with no lock held, so a callback may call back into
 //!   the cache.
 //! - A directory remembers whether it ever had negative children (`had_negatives`): only those
-//!   need the name-table sweep when their subtree is invalidated or their inode dropped.
+//!   need the name-table sweep when their subtree is invalidated or their inode dropped. Every
+//!   maker of a negative notes it: `add_negative` (which refuses a parent that is not a cached
+//!   directory, so no negative is made under a number no directory answers for) and `detach`
+//!   under [`UnlinkPolicy::Negative`] (unlink and the source of a rename).
 //! - [`Dcache::invalidate`] of a directory runs inside a rename write section (walkers through
 //!   it fall back), drops every positive dentry below it through the maps, then sweeps the
 //!   negatives of the dropped directories out of the name table in one pass. Inodes stay
@@ -134,7 +137,10 @@ impl Dcache {
     /// Walks the cached positive subtree below `root` depth first (`root` itself is not
     /// visited), calling `f(depth, parent, child)` with depth 1 for `root`'s children; `f`
     /// steers with [`Visit`]. Each directory's children are a snapshot taken when the walk
-    /// reaches it, and no lock is held while `f` runs.
+    /// reaches it, and no lock is held while `f` runs. Each directory is entered at most once:
+    /// the cache does not stop a filesystem from making a directory its own ancestor (see
+    /// [`Dcache::rename`]), and a walk meeting such a loop visits the directory's name but does
+    /// not enter it again.
     ///
     /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`] for `root`.
     ///
@@ -164,6 +170,7 @@ impl Dcache {
         let top = self.children(root)?;
         // A stack of (directory, its snapshot, the next child to visit).
         let mut stack = vec![(root, top, 0usize)];
+        let mut entered = HashSet::from([root]);
         loop {
             let depth = stack.len();
             let Some((parent, children, next)) = stack.last_mut() else { break };
@@ -179,7 +186,7 @@ impl Dcache {
                 Visit::SkipSiblings => {
                     stack.pop();
                 }
-                Visit::Continue if kind == FileType::Directory => {
+                Visit::Continue if kind == FileType::Directory && entered.insert(ino) => {
                     // Gone or changed since the snapshot: nothing below to visit.
                     if let Ok(below) = self.children(ino) {
                         stack.push((ino, below, 0));
