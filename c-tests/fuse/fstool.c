@@ -1,0 +1,379 @@
+/*
+ * fstool: the C helpers of the udcfs mount tests (mount-test.sh) and benchmark.
+ *
+ *   fstool rename2 exchange|noreplace OLD NEW
+ *       renameat2 with RENAME_EXCHANGE or RENAME_NOREPLACE; prints "ok" or the error.
+ *   fstool populate DIR N
+ *       creates DIR/stable_00000 .. stable_<N-1> (empty files).
+ *   fstool listcheck DIR N PASSES [BUFSIZE]
+ *       lists DIR PASSES times with getdents64 (BUFSIZE bytes per call, default 2048) while a
+ *       child process creates and deletes DIR/churn_* files; checks that every stable_* entry
+ *       appears exactly once per pass and no churn_* entry twice, and that the child changed the
+ *       directory during every pass. Kills and waits for only its own child.
+ *   fstool flood [-i ITER] [-n NAMES] [-p PREFIX] [-u] [-s] [DIR]
+ *       the negative-dentry flood of the "dcache: increase poison resistance" thread (seed 000),
+ *       on real paths: in a new temporary directory under DIR (default "."), ITER iterations of
+ *       NAMES unique names each: access() of each name (-u: mknod then unlink it instead; -s:
+ *       access it a second time), printing the time of each iteration. Removes its directory.
+ *
+ * Exit status: 0 success, 1 a check failed, 2 usage or setup error.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: fstool rename2 exchange|noreplace OLD NEW\n"
+			"       fstool populate DIR N\n"
+			"       fstool listcheck DIR N PASSES [BUFSIZE]\n"
+			"       fstool flood [-i ITER] [-n NAMES] [-p PREFIX] [-u] [-s] [DIR]\n");
+	return 2;
+}
+
+/* A positive decimal argument, or -1. */
+static long number(const char *s)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	return errno || *end || end == s || v <= 0 ? -1 : v;
+}
+
+static int cmd_rename2(int argc, char **argv)
+{
+	unsigned flags;
+
+	if (argc != 5)
+		return usage();
+	if (strcmp(argv[2], "exchange") == 0)
+		flags = RENAME_EXCHANGE;
+	else if (strcmp(argv[2], "noreplace") == 0)
+		flags = RENAME_NOREPLACE;
+	else
+		return usage();
+	if (renameat2(AT_FDCWD, argv[3], AT_FDCWD, argv[4], flags) < 0) {
+		printf("%s\n", strerror(errno));
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static int cmd_populate(int argc, char **argv)
+{
+	char name[64];
+	long n;
+
+	if (argc != 4 || (n = number(argv[3])) < 0)
+		return usage();
+	int dir = open(argv[2], O_RDONLY | O_DIRECTORY);
+	if (dir < 0) {
+		fprintf(stderr, "fstool: %s: %s\n", argv[2], strerror(errno));
+		return 2;
+	}
+	for (long i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "stable_%05ld", i);
+		int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0) {
+			fprintf(stderr, "fstool: create %s: %s\n", name, strerror(errno));
+			return 2;
+		}
+		close(fd);
+	}
+	close(dir);
+	return 0;
+}
+
+/* The churn child: creates churn_<i> and deletes churn_<i - 32>, until told to stop. */
+enum { CHURN_WINDOW = 32 };
+static volatile sig_atomic_t churn_stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	churn_stop = 1;
+}
+
+static void churn(int dir, volatile uint64_t *changes)
+{
+	char name[64];
+	long i;
+
+	signal(SIGTERM, on_term);
+	for (i = 0; !churn_stop; i++) {
+		snprintf(name, sizeof(name), "churn_%ld", i);
+		int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0) {
+			fprintf(stderr, "fstool: churn create %s: %s\n", name, strerror(errno));
+			_exit(1);
+		}
+		close(fd);
+		__atomic_add_fetch(changes, 1, __ATOMIC_RELAXED);
+		if (i >= CHURN_WINDOW) {
+			snprintf(name, sizeof(name), "churn_%ld", i - CHURN_WINDOW);
+			if (unlinkat(dir, name, 0) < 0) {
+				fprintf(stderr, "fstool: churn unlink %s: %s\n", name, strerror(errno));
+				_exit(1);
+			}
+			__atomic_add_fetch(changes, 1, __ATOMIC_RELAXED);
+		}
+	}
+	for (long j = i - CHURN_WINDOW < 0 ? 0 : i - CHURN_WINDOW; j < i; j++) {
+		snprintf(name, sizeof(name), "churn_%ld", j);
+		unlinkat(dir, name, 0);
+	}
+	_exit(0);
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+	return (x > y) - (x < y);
+}
+
+/* One listing pass: 0 if every check held, 1 if not (reported). */
+static int list_pass(const char *path, long n, size_t bufsize, int pass, volatile uint64_t *changes)
+{
+	unsigned char *seen = calloc((size_t)n, 1);
+	char *buf = malloc(bufsize);
+	size_t nchurn = 0, cap = 1024;
+	long *churned = malloc(cap * sizeof(*churned));
+	long calls = 0, others = 0;
+	int bad = 0;
+
+	if (!seen || !buf || !churned) {
+		fprintf(stderr, "fstool: out of memory\n");
+		exit(2);
+	}
+	uint64_t before = __atomic_load_n(changes, __ATOMIC_RELAXED);
+	double t0 = now();
+	int fd = open(path, O_RDONLY | O_DIRECTORY);
+	if (fd < 0) {
+		fprintf(stderr, "fstool: %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	for (;;) {
+		ssize_t got = getdents64(fd, buf, bufsize);
+		calls++;
+		if (got < 0) {
+			fprintf(stderr, "listcheck: pass %d: getdents64: %s\n", pass, strerror(errno));
+			bad = 1;
+			break;
+		}
+		if (got == 0)
+			break;
+		for (ssize_t pos = 0; pos < got;) {
+			const struct dirent64 *d = (const struct dirent64 *)(buf + pos);
+			char *end;
+			long idx;
+			pos += d->d_reclen;
+			if (strncmp(d->d_name, "stable_", 7) == 0) {
+				idx = strtol(d->d_name + 7, &end, 10);
+				if (*end || idx < 0 || idx >= n) {
+					others++;
+					continue;
+				}
+				if (seen[idx] < 255)
+					seen[idx]++;
+			} else if (strncmp(d->d_name, "churn_", 6) == 0) {
+				idx = strtol(d->d_name + 6, &end, 10);
+				if (nchurn == cap) {
+					cap *= 2;
+					churned = realloc(churned, cap * sizeof(*churned));
+					if (!churned)
+						exit(2);
+				}
+				churned[nchurn++] = idx;
+			} else if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..")) {
+				others++;
+			}
+		}
+	}
+	close(fd);
+	double t = now() - t0;
+	uint64_t during = __atomic_load_n(changes, __ATOMIC_RELAXED) - before;
+
+	long missing = 0, twice = 0, churn_twice = 0;
+	for (long i = 0; i < n; i++) {
+		if (seen[i] == 0 && missing++ < 5)
+			fprintf(stderr, "listcheck: pass %d: stable_%05ld missing\n", pass, i);
+		if (seen[i] > 1 && twice++ < 5)
+			fprintf(stderr, "listcheck: pass %d: stable_%05ld listed %d times\n", pass,
+				i, seen[i]);
+	}
+	qsort(churned, nchurn, sizeof(*churned), cmp_long);
+	for (size_t i = 1; i < nchurn; i++)
+		if (churned[i] == churned[i - 1] && churn_twice++ < 5)
+			fprintf(stderr, "listcheck: pass %d: churn_%ld listed twice\n", pass,
+				churned[i]);
+	if (missing || twice || churn_twice || others) {
+		fprintf(stderr,
+			"listcheck: pass %d: FAILED: %ld missing, %ld duplicated, %ld churn duplicated, "
+			"%ld unexpected names\n",
+			pass, missing, twice, churn_twice, others);
+		bad = 1;
+	}
+	if (during == 0) {
+		fprintf(stderr, "listcheck: pass %d: FAILED: the directory did not change during "
+				"the pass (nothing was tested)\n",
+			pass);
+		bad = 1;
+	}
+	printf("listcheck: pass %d: %ld stable entries, each once: %s; %zu churn entries, none "
+	       "twice: %s; %llu changes during the pass; %ld getdents calls; %.2f s\n",
+	       pass, n - missing, missing || twice ? "NO" : "yes", nchurn,
+	       churn_twice ? "NO" : "yes", (unsigned long long)during, calls, t);
+	free(seen);
+	free(buf);
+	free(churned);
+	return bad;
+}
+
+static int cmd_listcheck(int argc, char **argv)
+{
+	long n, passes, bufsize = 2048;
+
+	if (argc < 5 || argc > 6 || (n = number(argv[3])) < 0 || (passes = number(argv[4])) < 0 ||
+	    (argc == 6 && (bufsize = number(argv[5])) < 0))
+		return usage();
+	int dir = open(argv[2], O_RDONLY | O_DIRECTORY);
+	if (dir < 0) {
+		fprintf(stderr, "fstool: %s: %s\n", argv[2], strerror(errno));
+		return 2;
+	}
+	volatile uint64_t *changes = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE,
+					  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (changes == MAP_FAILED)
+		return 2;
+	pid_t child = fork();
+	if (child < 0) {
+		perror("fstool: fork");
+		return 2;
+	}
+	if (child == 0)
+		churn(dir, changes);
+	/* let the churn start before the first pass */
+	while (__atomic_load_n(changes, __ATOMIC_RELAXED) < 2 * CHURN_WINDOW) {
+		int status;
+		if (waitpid(child, &status, WNOHANG) == child) {
+			fprintf(stderr, "listcheck: the churn process died\n");
+			return 2;
+		}
+		usleep(1000);
+	}
+	int bad = 0;
+	for (int pass = 1; pass <= passes; pass++)
+		bad |= list_pass(argv[2], n, (size_t)bufsize, pass, changes);
+	int status;
+	kill(child, SIGTERM);
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "listcheck: the churn process failed\n");
+		bad = 1;
+	}
+	close(dir);
+	return bad;
+}
+
+static int cmd_flood(int argc, char **argv)
+{
+	long iterations = 10, names = 1 << 20;
+	const char *prefix = "";
+	int mknod_unlink = 0, twice = 0, opt;
+	char path[4096], name[512];
+
+	optind = 2;
+	while ((opt = getopt(argc, argv, "i:n:p:us")) != -1) {
+		switch (opt) {
+		case 'i':
+			iterations = number(optarg);
+			break;
+		case 'n':
+			names = number(optarg);
+			break;
+		case 'p':
+			prefix = optarg;
+			break;
+		case 'u':
+			mknod_unlink = 1;
+			break;
+		case 's':
+			twice = 1;
+			break;
+		default:
+			return usage();
+		}
+	}
+	if (iterations < 0 || names < 0 || strlen(prefix) > 200 || argc - optind > 1)
+		return usage();
+	snprintf(path, sizeof(path), "%s/flood.XXXXXX", optind < argc ? argv[optind] : ".");
+	if (!mkdtemp(path)) {
+		fprintf(stderr, "fstool: mkdtemp %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	int dir = open(path, O_RDONLY | O_DIRECTORY);
+	if (dir < 0)
+		return 2;
+	printf("flood: in %s, %ld iterations of %ld names%s%s\n", path, iterations, names,
+	       mknod_unlink ? ", mknod+unlink" : ", access", twice ? ", twice" : "");
+	long long total = 0;
+	for (long it = 1; it <= iterations; it++) {
+		double t = now();
+		for (long i = 0; i < names; i++) {
+			snprintf(name, sizeof(name), "%s%08lx%08lx", prefix, it, i);
+			if (mknod_unlink) {
+				if (mknodat(dir, name, S_IFREG | 0644, 0) < 0 ||
+				    unlinkat(dir, name, 0) < 0) {
+					fprintf(stderr, "flood: %s: %s\n", name, strerror(errno));
+					return 1;
+				}
+			} else {
+				faccessat(dir, name, F_OK, 0);
+			}
+			if (twice)
+				faccessat(dir, name, F_OK, 0);
+		}
+		total += names;
+		printf("iteration %ld complete in %f seconds, total names %lld\n", it, now() - t,
+		       total);
+		fflush(stdout);
+	}
+	close(dir);
+	if (rmdir(path) < 0) {
+		fprintf(stderr, "flood: rmdir %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage();
+	if (strcmp(argv[1], "rename2") == 0)
+		return cmd_rename2(argc, argv);
+	if (strcmp(argv[1], "populate") == 0)
+		return cmd_populate(argc, argv);
+	if (strcmp(argv[1], "listcheck") == 0)
+		return cmd_listcheck(argc, argv);
+	if (strcmp(argv[1], "flood") == 0)
+		return cmd_flood(argc, argv);
+	return usage();
+}
