@@ -134,13 +134,16 @@ void udcfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uint64_t)fd;
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	node_opened(req_fs(req), ino, 1);
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		node_opened(req_fs(req), ino, -1);
 		close(fd);
+	}
 }
 
 void udcfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	node_opened(req_fs(req), ino, -1);
 	close((int)fi->fh);
 	fuse_reply_err(req, 0);
 }

@@ -5,8 +5,9 @@
  *       renameat2 with RENAME_EXCHANGE or RENAME_NOREPLACE; prints "ok" or the error.
  *   fstool populate DIR N
  *       creates DIR/stable_00000 .. stable_<N-1> (empty files).
- *   fstool listcheck DIR N PASSES [BUFSIZE]
- *       lists DIR PASSES times with getdents64 (BUFSIZE bytes per call, default 2048) while a
+ *   fstool listcheck DIR N PASSES [BUFSIZE [PAUSE_US]]
+ *       lists DIR PASSES times with getdents64 (BUFSIZE bytes per call, default 2048; pausing
+ *       PAUSE_US microseconds after each call, default 0, to let more changes in) while a
  *       child process creates and deletes DIR/churn_* files; checks that every stable_* entry
  *       appears exactly once per pass and no churn_* entry twice, and that the child changed the
  *       directory during every pass. Kills and waits for only its own child.
@@ -43,7 +44,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: fstool rename2 exchange|noreplace OLD NEW\n"
 			"       fstool populate DIR N\n"
-			"       fstool listcheck DIR N PASSES [BUFSIZE]\n"
+			"       fstool listcheck DIR N PASSES [BUFSIZE [PAUSE_US]]\n"
 			"       fstool flood [-i ITER] [-n NAMES] [-p PREFIX] [-u] [-s] [DIR]\n");
 	return 2;
 }
@@ -150,7 +151,8 @@ static int cmp_long(const void *a, const void *b)
 }
 
 /* One listing pass: 0 if every check held, 1 if not (reported). */
-static int list_pass(const char *path, long n, size_t bufsize, int pass, volatile uint64_t *changes)
+static int list_pass(const char *path, long n, size_t bufsize, long pause_us, int pass,
+		     volatile uint64_t *changes)
 {
 	unsigned char *seen = calloc((size_t)n, 1);
 	char *buf = malloc(bufsize);
@@ -180,6 +182,8 @@ static int list_pass(const char *path, long n, size_t bufsize, int pass, volatil
 		}
 		if (got == 0)
 			break;
+		if (pause_us)
+			usleep((useconds_t)pause_us);
 		for (ssize_t pos = 0; pos < got;) {
 			const struct dirent64 *d = (const struct dirent64 *)(buf + pos);
 			char *end;
@@ -249,10 +253,11 @@ static int list_pass(const char *path, long n, size_t bufsize, int pass, volatil
 
 static int cmd_listcheck(int argc, char **argv)
 {
-	long n, passes, bufsize = 2048;
+	long n, passes, bufsize = 2048, pause_us = 0;
 
-	if (argc < 5 || argc > 6 || (n = number(argv[3])) < 0 || (passes = number(argv[4])) < 0 ||
-	    (argc == 6 && (bufsize = number(argv[5])) < 0))
+	if (argc < 5 || argc > 7 || (n = number(argv[3])) < 0 || (passes = number(argv[4])) < 0 ||
+	    (argc >= 6 && (bufsize = number(argv[5])) < 0) ||
+	    (argc == 7 && (pause_us = number(argv[6])) < 0))
 		return usage();
 	int dir = open(argv[2], O_RDONLY | O_DIRECTORY);
 	if (dir < 0) {
@@ -281,7 +286,7 @@ static int cmd_listcheck(int argc, char **argv)
 	}
 	int bad = 0;
 	for (int pass = 1; pass <= passes; pass++)
-		bad |= list_pass(argv[2], n, (size_t)bufsize, pass, changes);
+		bad |= list_pass(argv[2], n, (size_t)bufsize, pause_us, pass, changes);
 	int status;
 	kill(child, SIGTERM);
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status)) {

@@ -22,6 +22,7 @@ struct options {
 	char *source;
 	double entry_timeout, attr_timeout, negative_timeout;
 	unsigned long cache_entries, cache_buckets, readdir_pages, readdir_page_entries;
+	unsigned long max_nodes;
 	unsigned negative_cap;
 	int stats;
 	int allow_other, default_permissions;
@@ -40,6 +41,7 @@ static const struct fuse_opt udcfs_opts[] = {
 	OPT("negative_cap=%u", negative_cap),
 	OPT("readdir_pages=%lu", readdir_pages),
 	OPT("readdir_page_entries=%lu", readdir_page_entries),
+	OPT("max_nodes=%lu", max_nodes),
 	OPT("stats", stats),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
@@ -61,6 +63,8 @@ static void usage(const char *prog)
 	       "    -o negative_cap=N      unused negative entries kept per bucket (default 6)\n"
 	       "    -o readdir_pages=N     page budget of the readdir cache (default: udcache's)\n"
 	       "    -o readdir_page_entries=N  entries read from SOURCE per fill\n"
+	       "    -o max_nodes=N         above N inodes, ask the kernel to forget unused files\n"
+	       "                           (default: 3/4 of the open-file limit; each holds an fd)\n"
 	       "    -o stats               print udcache's dentry-state on SIGUSR1 and at unmount\n"
 	       "\n"
 	       "Run as root with -o allow_other,default_permissions, objects are created with the\n"
@@ -116,6 +120,15 @@ static void raise_nofile(void)
 	setrlimit(RLIMIT_NOFILE, &rl);
 }
 
+/* How many nodes may hold an fd: 3/4 of the open-file limit (the rest: open files, udcache). */
+static uint64_t node_budget(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 1u << 20;
+	return rl.rlim_cur / 4 * 3;
+}
+
 static struct udcfs fs;
 static udc_config cache_config;
 static _Atomic int stats_quit;
@@ -135,7 +148,8 @@ static void print_stats(const char *when)
 		"backend_lookups=%llu coalesced_misses=%llu nr_dentry=%llu nr_unused=%llu "
 		"nr_negative=%llu nr_buckets=%llu nr_inodes=%llu negative_cap=%u "
 		"negative_evictions=%llu walk_fallbacks=%llu readdir_hits=%llu "
-		"readdir_misses=%llu complete_dir_negatives=%llu forgets=%llu nodes=%llu\n",
+		"readdir_misses=%llu complete_dir_negatives=%llu forgets=%llu nodes=%llu "
+		"reaped=%llu\n",
 		when, (unsigned long long)atomic_load(&fs.lookups),
 		(unsigned long long)atomic_load(&fs.cached_positive),
 		(unsigned long long)atomic_load(&fs.cached_negative),
@@ -148,7 +162,8 @@ static void print_stats(const char *when)
 		(unsigned long long)s.readdir_hits, (unsigned long long)s.readdir_misses,
 		(unsigned long long)s.complete_dir_negatives,
 		(unsigned long long)atomic_load(&fs.forgets),
-		(unsigned long long)atomic_load(&fs.nodes.live));
+		(unsigned long long)atomic_load(&fs.nodes.live),
+		(unsigned long long)atomic_load(&fs.nodes.reaped));
 	fflush(stderr);
 }
 
@@ -362,9 +377,13 @@ int main(int argc, char *argv[])
 	fuse_daemonize(cmd.foreground);
 	if (o.stats)
 		stats_started = pthread_create(&stats_tid, NULL, stats_thread, NULL) == 0;
+	fs.se = se;
+	if (reaper_start(&fs, o.max_nodes ? o.max_nodes : node_budget()) < 0)
+		fprintf(stderr, "udcfs: warning: no reaper thread: nodes are not bounded\n");
 
 	ret = run_loop(se, &cmd) != 0;
 
+	reaper_stop(&fs);
 	fuse_session_unmount(se);
 	if (stats_started) {
 		atomic_store(&stats_quit, 1);

@@ -15,7 +15,8 @@
 #      mknod+unlink); udcache's negative entries must stay within negative_cap per bucket, with
 #      evictions, and the nodes of unlinked files must be freed.
 #   5. listing: a directory of 20,000 entries listed (3 passes, small getdents buffers) while a
-#      second process creates and deletes files in it; every stable entry exactly once.
+#      second process creates and deletes files in it; every stable entry exactly once; with
+#      -o max_nodes=8000, the reaper keeps udcfs's nodes (open fds) bounded meanwhile.
 #   6. unmount: udcfs exits 0 and prints its final statistics.
 #
 # It always unmounts (trap), also on failure, and kills only the processes it started.
@@ -78,7 +79,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---- mount ----
-OPTS=stats,cache_buckets=8192
+# max_nodes well under 20,000 so that the listing test makes the reaper work on every machine
+MAX_NODES=8000
+OPTS=stats,cache_buckets=8192,max_nodes=$MAX_NODES
 if [ "$(id -u)" = 0 ]; then
 	OPTS=$OPTS,allow_other,default_permissions
 fi
@@ -283,12 +286,16 @@ t=$(date +%s.%N)
 ENTRIES=${UDCFS_TEST_ENTRIES:-20000}
 mkdir "$MNT/big"
 "$FSTOOL" populate "$MNT/big" "$ENTRIES"
-"$FSTOOL" listcheck "$MNT/big" "$ENTRIES" 3 2048 | sed 's/^/    /' ||
+"$FSTOOL" listcheck "$MNT/big" "$ENTRIES" 3 512 100 | sed 's/^/    /' ||
 	fail "listing: an entry was missed or listed twice, or nothing changed during a pass"
 n=$(ls "$SRC/big" | wc -l)
 [ "$n" = "$ENTRIES" ] || fail "listing: the backing directory has $n entries after the churn, not $ENTRIES"
+s=$(stats)
+nodes=$(field "$s" nodes) reaped=$(field "$s" reaped)
+[ "$reaped" -gt 0 ] || fail "listing: $ENTRIES files made no node reaping (max_nodes=$MAX_NODES)"
+[ "$nodes" -le $((MAX_NODES + 1000)) ] || fail "listing: $nodes nodes live, over max_nodes=$MAX_NODES"
 rm -rf "$MNT/big"
-say "listing: $ENTRIES entries, 3 passes while another process created and deleted files: every stable entry exactly once ($(elapsed "$t"))"
+say "listing: $ENTRIES entries, 3 passes while another process created and deleted files: every stable entry exactly once; nodes $nodes (max_nodes $MAX_NODES, $reaped names dropped) ($(elapsed "$t"))"
 
 # ---- 6. unmount ----
 fusermount3 -u "$MNT"

@@ -4,9 +4,10 @@
  * Rules
  *
  * - A node is one backing inode, held open as an O_PATH fd. It lives in a slab slot; its nodeid
- *   is (slot generation << 32 | slot + 2) (see udcfs.h). Slots are never returned to the system,
- *   so reading a freed slot is safe; its generation tells whether it is still the node a nodeid
- *   named.
+ *   is (slot generation << 32 | slot + 2) (see udcfs.h). The generation is odd while the slot
+ *   holds a node and even while it is free: allocation and freeing each bump it, under the
+ *   node's bucket lock. Slots are never returned to the system, so reading a freed slot is safe,
+ *   and its generation tells whether it still holds the node a nodeid named.
  * - udcache is the authority on which nodes the kernel holds: a node is "cached" while udcache's
  *   inode table has its nodeid (udc_getattr does not answer -ESTALE), that is from the udc_add
  *   (or udc_resolve) that first names it until a udc_forget takes its lookup count to zero.
@@ -19,10 +20,15 @@
  *   a thread that pinned it (node_get) or that got its nodeid from the kernel (which then holds
  *   it, so it was cached all along). Hence the check at each point where one condition may have
  *   become true: node_unpin (pending reached 0) and node_forget (udc_forget may have dropped it).
- * - node_forget reads a slot without holding it: it reads the generation, then dev/ino, locks
- *   that bucket and checks the generation again. Freeing bumps the generation under the bucket
- *   lock, and a reused slot gets its new identity under its new bucket lock, so a generation
- *   unchanged under the lock proves the identity read was the node's own.
+ * - node_forget and the reaper read a slot they hold no claim on: they read the generation,
+ *   then dev/ino, lock that bucket and check the generation again. Every change of a slot's
+ *   identity (allocation, freeing) bumps the generation under the bucket lock of the identity it
+ *   ends or begins, so an odd generation unchanged under the lock proves the identity read was
+ *   that node's, and that the node stays while the lock is held.
+ * - A node keeps one of its names, (parent nodeid, name), for the reaper (reaper.c); it is set
+ *   when the node is made, follows renames (node_renamed), and is read and changed under the
+ *   bucket lock. It may be out of date (unlinked, or the parent forgotten): the kernel then
+ *   ignores the reaper's request.
  * - Name locks (name_locks, rwlocks striped by (parent, name), writer-preferring): a lookup that
  *   misses holds its name's stripe shared across udc_resolve (the backing lookup and udcache's
  *   filing of its answer); an operation that changes a name (create, unlink, rename...) holds it
@@ -118,6 +124,9 @@ int nodes_init(struct nodes *t, size_t buckets)
 	pthread_mutex_init(&t->free_lock, NULL);
 	for (unsigned i = 0; i < BUCKET_LOCKS; i++)
 		pthread_mutex_init(&t->bucket_locks[i], NULL);
+	pthread_mutex_init(&t->reaper_lock, NULL);
+	pthread_cond_init(&t->reaper_wake, NULL);
+	t->high = UINT64_MAX; /* no reaper until reaper_start */
 	return 0;
 }
 
@@ -125,9 +134,11 @@ void nodes_destroy(struct nodes *t)
 {
 	for (uint32_t c = 0; c < t->nchunks; c++) {
 		struct node *chunk = atomic_load_explicit(&t->chunks[c], memory_order_relaxed);
-		for (uint32_t i = 0; i < NODE_CHUNK; i++)
+		for (uint32_t i = 0; i < NODE_CHUNK; i++) {
 			if (chunk[i].fd >= 0)
 				close(chunk[i].fd);
+			free(chunk[i].name);
+		}
 		free(chunk);
 	}
 	free(t->buckets);
@@ -172,13 +183,18 @@ static bool cached(struct udcfs *fs, fuse_ino_t ino)
 }
 
 /*
- * The node of backing inode (dev, bino), pinned; `fd` (an O_PATH fd of it) becomes the node's
- * or is closed. Returns 1 if the node is new, 0 if it existed, or -ENOMEM.
+ * The node of backing inode `st`, pinned; `fd` (an O_PATH fd of it) becomes the node's or is
+ * closed. A new node remembers (parent, name) as its name. Returns 1 if the node is new, 0 if it
+ * existed, or -ENOMEM.
  */
-static int node_get(struct nodes *t, uint64_t dev, uint64_t bino, int fd, struct node **out)
+static int node_get(struct udcfs *fs, const struct stat *st, int fd, fuse_ino_t parent,
+		    const char *name, struct node **out)
 {
+	struct nodes *t = &fs->nodes;
+	uint64_t dev = st->st_dev, bino = st->st_ino;
 	uint64_t b = bucket_of(t, dev, bino);
 	pthread_mutex_t *lock = bucket_lock(t, b);
+	char *copy = strdup(name);
 	struct node *n;
 
 	pthread_mutex_lock(lock);
@@ -187,36 +203,56 @@ static int node_get(struct nodes *t, uint64_t dev, uint64_t bino, int fd, struct
 		if (atomic_load_explicit(&n->dev, memory_order_relaxed) == dev &&
 		    atomic_load_explicit(&n->bino, memory_order_relaxed) == bino) {
 			n->pending++;
+			atomic_store_explicit(&n->referenced, 1, memory_order_relaxed);
 			pthread_mutex_unlock(lock);
 			close(fd);
+			free(copy);
 			*out = n;
 			return 0;
 		}
 	}
-	n = slot_alloc(t);
+	n = copy ? slot_alloc(t) : NULL;
 	if (!n) {
 		pthread_mutex_unlock(lock);
 		close(fd);
+		free(copy);
 		return -ENOMEM;
 	}
-	assert(n->fd == -1 && n->pending == 0);
+	assert(n->fd == -1 && n->pending == 0 && n->name == NULL);
 	atomic_store_explicit(&n->dev, dev, memory_order_relaxed);
 	atomic_store_explicit(&n->bino, bino, memory_order_relaxed);
+	atomic_store_explicit(&n->opens, 0, memory_order_relaxed);
+	atomic_store_explicit(&n->referenced, 1, memory_order_relaxed);
+	n->is_dir = S_ISDIR(st->st_mode);
 	n->fd = fd;
 	n->pending = 1;
+	n->name_parent = parent;
+	n->name = copy;
 	n->next = t->buckets[b];
 	t->buckets[b] = n->slot + 1;
-	atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed);
+	/* Release: a reader that sees the odd generation under this lock sees the fields above. */
+	uint32_t gen = atomic_fetch_add_explicit(&n->gen, 1, memory_order_release) + 1;
+	assert(gen & 1);
+	(void)gen;
+	uint64_t live = atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed) + 1;
 	pthread_mutex_unlock(lock);
+	if (live > t->high)
+		reaper_kick(t);
 	*out = n;
 	return 1;
 }
 
+/* What freeing a node leaves to close and free outside the bucket lock. */
+struct dead {
+	int fd;
+	char *name;
+};
+
 /*
  * Takes `n` off its chain and ends its generation; the caller holds its bucket lock (`b`), has
- * checked it is neither cached nor pending, and must then call node_release with the result.
+ * checked it is neither cached nor pending, and must then call node_release with `*d`.
  */
-static int node_unhash(struct nodes *t, uint64_t b, struct node *n)
+static void node_unhash(struct nodes *t, uint64_t b, struct node *n, struct dead *d)
 {
 	uint32_t s = n->slot + 1;
 	uint32_t *link = &t->buckets[b];
@@ -226,25 +262,29 @@ static int node_unhash(struct nodes *t, uint64_t b, struct node *n)
 		link = &slot_ptr(t, *link - 1)->next;
 	*link = n->next;
 	n->next = 0;
-	/* Release: a node_forget that locks this bucket afterwards sees the new generation. */
-	atomic_fetch_add_explicit(&n->gen, 1, memory_order_release);
-	int fd = n->fd;
+	d->fd = n->fd;
+	d->name = n->name;
 	n->fd = -1;
-	return fd;
+	n->name = NULL;
+	/* Release: a node_forget that locks this bucket afterwards sees the even generation. */
+	uint32_t gen = atomic_fetch_add_explicit(&n->gen, 1, memory_order_release) + 1;
+	assert(!(gen & 1));
+	(void)gen;
 }
 
 /* Second half of freeing, outside the bucket lock. */
-static void node_release(struct nodes *t, struct node *n, int fd)
+static void node_release(struct nodes *t, struct node *n, struct dead *d)
 {
-	close(fd);
+	close(d->fd);
+	free(d->name);
 	atomic_fetch_sub_explicit(&t->live, 1, memory_order_relaxed);
 	slot_free(t, n);
 }
 
-int node_open(struct udcfs *fs, struct node *parent, const char *name, struct node **out,
+int node_open(struct udcfs *fs, fuse_ino_t parent, const char *name, struct node **out,
 	      struct stat *st)
 {
-	int fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(node_of(fs, parent)->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
@@ -252,7 +292,7 @@ int node_open(struct udcfs *fs, struct node *parent, const char *name, struct no
 		close(fd);
 		return err;
 	}
-	return node_get(&fs->nodes, st->st_dev, st->st_ino, fd, out);
+	return node_get(fs, st, fd, parent, name, out);
 }
 
 void node_unpin(struct udcfs *fs, struct node *n)
@@ -261,15 +301,35 @@ void node_unpin(struct udcfs *fs, struct node *n)
 	uint64_t b = bucket_of(t, atomic_load_explicit(&n->dev, memory_order_relaxed),
 			       atomic_load_explicit(&n->bino, memory_order_relaxed));
 	pthread_mutex_t *lock = bucket_lock(t, b);
-	int fd = -1;
+	struct dead d = { .fd = -1 };
 
 	pthread_mutex_lock(lock);
 	assert(n->pending > 0);
 	if (--n->pending == 0 && !cached(fs, node_ino(fs, n)))
-		fd = node_unhash(t, b, n);
+		node_unhash(t, b, n, &d);
 	pthread_mutex_unlock(lock);
-	if (fd >= 0)
-		node_release(t, n, fd);
+	if (d.fd >= 0)
+		node_release(t, n, &d);
+}
+
+/*
+ * Locks the bucket of node `n` if its slot still holds generation `gen` (odd): returns the lock,
+ * held, and the bucket in *bucket; or NULL. See the rules for why the unlocked reads are sound.
+ */
+static pthread_mutex_t *lock_slot(struct nodes *t, struct node *n, uint32_t gen, uint64_t *bucket)
+{
+	if (!(gen & 1))
+		return NULL;
+	uint64_t b = bucket_of(t, atomic_load_explicit(&n->dev, memory_order_relaxed),
+			       atomic_load_explicit(&n->bino, memory_order_relaxed));
+	pthread_mutex_t *lock = bucket_lock(t, b);
+	pthread_mutex_lock(lock);
+	if (atomic_load_explicit(&n->gen, memory_order_relaxed) == gen) {
+		*bucket = b;
+		return lock;
+	}
+	pthread_mutex_unlock(lock);
+	return NULL;
 }
 
 void node_forget(struct udcfs *fs, fuse_ino_t ino, uint64_t nlookup)
@@ -286,21 +346,70 @@ void node_forget(struct udcfs *fs, fuse_ino_t ino, uint64_t nlookup)
 	if (cached(fs, ino))
 		return;
 	/* Maybe dropped: free it unless a lookup has it pinned (see the rules for the reads). */
-	uint32_t gen = (uint32_t)(ino >> 32);
 	struct node *n = slot_ptr(t, (uint32_t)ino - 2);
-	if (atomic_load_explicit(&n->gen, memory_order_acquire) != gen)
+	uint64_t b;
+	pthread_mutex_t *lock = lock_slot(t, n, (uint32_t)(ino >> 32), &b);
+	struct dead d = { .fd = -1 };
+	if (!lock)
 		return;
-	uint64_t b = bucket_of(t, atomic_load_explicit(&n->dev, memory_order_relaxed),
-			       atomic_load_explicit(&n->bino, memory_order_relaxed));
-	pthread_mutex_t *lock = bucket_lock(t, b);
-	int fd = -1;
-	pthread_mutex_lock(lock);
-	if (atomic_load_explicit(&n->gen, memory_order_relaxed) == gen && n->pending == 0 &&
-	    !cached(fs, ino))
-		fd = node_unhash(t, b, n);
+	if (n->pending == 0 && !cached(fs, ino))
+		node_unhash(t, b, n, &d);
 	pthread_mutex_unlock(lock);
-	if (fd >= 0)
-		node_release(t, n, fd);
+	if (d.fd >= 0)
+		node_release(t, n, &d);
+}
+
+void node_renamed(struct udcfs *fs, fuse_ino_t ino, fuse_ino_t parent, const char *name,
+		  fuse_ino_t newparent, const char *newname)
+{
+	if (ino == FUSE_ROOT_ID)
+		return;
+	struct node *n = node_of(fs, ino);
+	char *copy = strdup(newname), *old = NULL;
+	uint64_t b;
+	pthread_mutex_t *lock = lock_slot(&fs->nodes, n, (uint32_t)(ino >> 32), &b);
+	if (lock) {
+		if (copy && n->name_parent == parent && strcmp(n->name, name) == 0) {
+			old = n->name;
+			n->name = copy;
+			n->name_parent = newparent;
+			copy = NULL;
+		}
+		pthread_mutex_unlock(lock);
+	}
+	free(old);
+	free(copy);
+}
+
+uint32_t nodes_slots(struct nodes *t)
+{
+	pthread_mutex_lock(&t->free_lock);
+	uint32_t n = t->nchunks * NODE_CHUNK;
+	pthread_mutex_unlock(&t->free_lock);
+	return n;
+}
+
+int node_reap_candidate(struct udcfs *fs, uint32_t slot, struct reap_name *out)
+{
+	struct nodes *t = &fs->nodes;
+	struct node *n = slot_ptr(t, slot);
+	uint64_t b;
+	pthread_mutex_t *lock =
+		lock_slot(t, n, atomic_load_explicit(&n->gen, memory_order_acquire), &b);
+	int ok = 0;
+
+	if (!lock)
+		return 0;
+	/* second chance: a node looked up since the last pass is spared once */
+	if (!n->is_dir && atomic_load_explicit(&n->opens, memory_order_relaxed) == 0 &&
+	    !atomic_exchange_explicit(&n->referenced, 0, memory_order_relaxed)) {
+		out->parent = n->name_parent;
+		out->len = strlen(n->name);
+		memcpy(out->name, n->name, out->len + 1);
+		ok = 1;
+	}
+	pthread_mutex_unlock(lock);
+	return ok;
 }
 
 /* ---- attributes ---- */
@@ -451,7 +560,7 @@ int udcfs_miss(void *ctx, uint64_t parent, const char *name, size_t len, udc_ent
 		m->node = NULL;
 	}
 	struct node *n;
-	int r = node_open(fs, node_of(fs, parent), cname, &n, &m->st);
+	int r = node_open(fs, parent, cname, &n, &m->st);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
@@ -480,6 +589,9 @@ int fs_lookup(struct udcfs *fs, fuse_ino_t parent, const char *name, struct fuse
 		r = udc_count_lookup(fs->cache, ent.ino);
 		if (r == 0) {
 			atomic_fetch_add_explicit(&fs->cached_positive, 1, memory_order_relaxed);
+			struct node *n = node_of(fs, ent.ino);
+			if (!atomic_load_explicit(&n->referenced, memory_order_relaxed))
+				atomic_store_explicit(&n->referenced, 1, memory_order_relaxed);
 			r = fs_entry(fs, ent.ino, NULL, e);
 			return r < 0 ? r : 1;
 		}

@@ -167,7 +167,7 @@ static int name_new(struct udcfs *fs, fuse_ino_t parent, const char *name,
 {
 	struct node *n;
 	struct stat st;
-	int r = node_open(fs, node_of(fs, parent), name, &n, &st);
+	int r = node_open(fs, parent, name, &n, &st);
 
 	if (r < 0)
 		return r;
@@ -276,7 +276,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		return;
 	}
 	fi->fh = (uint64_t)m.fd;
+	node_opened(fs, e.ino, 1);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		node_opened(fs, e.ino, -1);
 		close(m.fd);
 		node_forget(fs, e.ino, 1);
 	}
@@ -377,10 +379,15 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		attr_stale(fs, parent);
 		if (newparent != parent)
 			attr_stale(fs, newparent);
-		if (have_from)
+		if (have_from) {
 			attr_stale(fs, from.ino); /* ctime */
-		if (have_to)
+			node_renamed(fs, from.ino, parent, name, newparent, newname);
+		}
+		if (have_to) {
 			attr_stale(fs, to.ino); /* nlink or ctime */
+			if (flags & RENAME_EXCHANGE)
+				node_renamed(fs, to.ino, newparent, newname, parent, name);
+		}
 	} else if (r == -ENOENT || r == -EEXIST) {
 		udc_invalidate(fs->cache, parent, name, len);
 		udc_invalidate(fs->cache, newparent, newname, newlen);
@@ -418,13 +425,16 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (fi->flags & O_TRUNC)
 		attr_stale(fs, ino);
 	fi->fh = (uint64_t)fd;
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	node_opened(fs, ino, 1);
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		node_opened(fs, ino, -1);
 		close(fd);
+	}
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	node_opened(req_fs(req), ino, -1);
 	close((int)fi->fh);
 	fuse_reply_err(req, 0);
 }

@@ -14,6 +14,7 @@
  *   node.c   nodes (one per backing inode: its O_PATH fd), lookup and forget, credentials;
  *   ops.c    the FUSE operations on nodes and names (attributes, create, unlink, rename, I/O);
  *   dir.c    the readdir backend and the FUSE directory operations;
+ *   reaper.c keeps the nodes (each an fd) under the fd limit by asking the kernel to forget;
  *   main.c   options, mount, the session loop and the statistics.
  *
  * Nodeids. A nodeid is (generation << 32 | slot + 2): the slot of the node in a slab that never
@@ -38,14 +39,19 @@
 
 /* One backing inode the kernel knows (or a lookup is about to hand out). See node.c's rules. */
 struct node {
-	_Atomic uint32_t gen;      /* the slot's generation: changes only when the slot is freed */
-	uint32_t pending;          /* pins by lookups in flight (under the node's bucket lock) */
-	_Atomic uint64_t dev;      /* backing identity; stable while gen is unchanged */
+	_Atomic uint32_t gen;         /* odd while the slot holds a node, even while it is free */
+	uint32_t pending;             /* pins by lookups in flight (under the node's bucket lock) */
+	_Atomic uint64_t dev;         /* backing identity; stable while gen is unchanged */
 	_Atomic uint64_t bino;
-	_Atomic uint32_t attr_ver; /* bumped by every change that makes cached attributes stale */
-	int fd;                    /* O_PATH|O_NOFOLLOW fd of the backing inode; -1 when free */
-	uint32_t next;             /* next slot + 1 in the bucket chain or the free list; 0: none */
-	uint32_t slot;             /* this node's slot number (fixed) */
+	_Atomic uint32_t attr_ver;    /* bumped by every change that makes cached attributes stale */
+	_Atomic uint32_t opens;       /* open files and directories of it (the reaper spares it) */
+	_Atomic uint8_t referenced;   /* looked up since the reaper last passed (second chance) */
+	uint8_t is_dir;
+	int fd;                       /* O_PATH|O_NOFOLLOW fd of the backing inode; -1 when free */
+	uint32_t next;                /* next slot + 1 in the bucket chain or the free list; 0: none */
+	uint32_t slot;                /* this node's slot number (fixed) */
+	uint64_t name_parent;         /* one name of it, (parent nodeid, name), for the reaper; */
+	char *name;                   /* both under the node's bucket lock */
 };
 
 #define NODE_CHUNK_BITS 12u
@@ -64,10 +70,19 @@ struct nodes {
 	uint64_t bucket_mask;
 	pthread_mutex_t bucket_locks[BUCKET_LOCKS];
 	_Atomic uint64_t live;     /* nodes allocated and not freed (root excluded) */
+	/* the reaper (reaper.c) */
+	uint64_t high, low;        /* start above `high` live nodes, aim below `low` */
+	_Atomic int reaper_kicked;
+	pthread_mutex_t reaper_lock; /* protects reaper_quit; reaper_wake's mutex */
+	pthread_cond_t reaper_wake;
+	int reaper_quit, reaper_started;
+	pthread_t reaper;
+	_Atomic uint64_t reaped;   /* names the kernel was asked to drop */
 };
 
 struct udcfs {
 	udc_cache *cache;
+	struct fuse_session *se;
 	struct node root;              /* FUSE_ROOT_ID: not in the slab, never freed */
 	struct nodes nodes;
 	pthread_rwlock_t name_locks[NAME_LOCKS];
@@ -87,8 +102,30 @@ int nodes_init(struct nodes *t, size_t buckets);
 void nodes_destroy(struct nodes *t);
 struct node *node_of(struct udcfs *fs, fuse_ino_t ino);
 fuse_ino_t node_ino(struct udcfs *fs, const struct node *n);
-int node_open(struct udcfs *fs, struct node *parent, const char *name, struct node **out,
+/* Opens `name` in `parent` and returns its node pinned: 1 if new, 0 if it existed, or -errno. */
+int node_open(struct udcfs *fs, fuse_ino_t parent, const char *name, struct node **out,
 	      struct stat *st);
+void node_renamed(struct udcfs *fs, fuse_ino_t ino, fuse_ino_t parent, const char *name,
+		  fuse_ino_t newparent, const char *newname);
+/* An open (+1) or release (-1) of the node `ino` (the kernel holds it: no race with freeing). */
+static inline void node_opened(struct udcfs *fs, fuse_ino_t ino, int delta)
+{
+	atomic_fetch_add_explicit(&node_of(fs, ino)->opens, (uint32_t)delta, memory_order_relaxed);
+}
+
+/* A name the reaper may ask the kernel to drop. */
+struct reap_name {
+	uint64_t parent;
+	size_t len;
+	char name[256];
+};
+uint32_t nodes_slots(struct nodes *t);
+int node_reap_candidate(struct udcfs *fs, uint32_t slot, struct reap_name *out);
+
+/* ---- reaper.c ---- */
+int reaper_start(struct udcfs *fs, uint64_t high);
+void reaper_stop(struct udcfs *fs);
+void reaper_kick(struct nodes *t);
 void node_unpin(struct udcfs *fs, struct node *n);
 void node_forget(struct udcfs *fs, fuse_ino_t ino, uint64_t nlookup);
 int udcfs_miss(void *ctx, uint64_t parent, const char *name, size_t len, udc_entry *out);
