@@ -158,7 +158,7 @@ static int name_bind(struct udcfs *fs, fuse_ino_t parent, const char *name, fuse
 		udc_invalidate(fs->cache, parent, name, len);
 		r = udc_count_lookup(fs->cache, ino);
 	}
-	return r;
+	return r < 0 ? r : 0;
 }
 
 /* Names the object just created at (parent, name) and fills *e. Name lock held exclusive. */
