@@ -17,7 +17,8 @@
 #   5. listing: a directory of 20,000 entries listed (3 passes, small getdents buffers) while a
 #      second process creates and deletes files in it; every stable entry exactly once; with
 #      -o max_nodes=8000, the reaper keeps udcfs's nodes (open fds) bounded meanwhile.
-#   6. unmount: udcfs exits 0 and prints its final statistics.
+#   6. unmount: udcfs exits 0, prints its final statistics, and logged no forget that udcache
+#      refused (the lookup counts it replied with and the kernel's forgets balanced).
 #
 # It always unmounts (trap), also on failure, and kills only the processes it started.
 # Where FUSE cannot be used (no fusermount3, libfuse3-dev, /dev/fuse, or mount permission), it
@@ -92,7 +93,7 @@ for _ in $(seq 100); do
 	if ! kill -0 "$UDCFS_PID" 2>/dev/null; then
 		wait "$UDCFS_PID" || true
 		UDCFS_PID=
-		if grep -qiE 'permission denied|operation not permitted|device not found' "$LOG"; then
+		if grep -qiE 'fuse: mount failed|fuse: device not found|permission denied|operation not permitted' "$LOG"; then
 			skip "mounting is not allowed here: $(head -1 "$LOG")"
 		fi
 		fail "udcfs did not mount: $(cat "$LOG")"
@@ -304,5 +305,7 @@ wait "$UDCFS_PID" || rc=$?
 UDCFS_PID=
 [ "$rc" = 0 ] || fail "udcfs exited with status $rc"
 final=$(grep '^udcfs-stats: when=unmount' "$LOG") || fail "udcfs printed no statistics at unmount"
+# udcfs logs a forget udcache refused (more than it counted): lookup counts out of balance
+! grep -q '^udcfs: forget(' "$LOG" || fail "lookup counts out of balance: $(grep -m1 '^udcfs: forget(' "$LOG")"
 say "unmounted; final: $(sed 's/^udcfs-stats: when=unmount //' <<<"$final" | cut -d' ' -f1-12)"
 say "all passed ($(elapsed "$T0"))"
