@@ -727,7 +727,8 @@ static void test_readdir(void) {
 
 static void test_invalidate_shrink_stats(void) {
     udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
-    udc_entry d = ent(2, UDC_TYPE_DIR, 0), sub = ent(3, UDC_TYPE_DIR, 0), f = ent(4, UDC_TYPE_REG, 0);
+    udc_entry d = ent(2, UDC_TYPE_DIR, 0), sub = ent(3, UDC_TYPE_DIR, 0);
+    udc_entry f = ent(4, UDC_TYPE_REG, 0);
     CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d"), &d), 0);
     CHECK_EQ(udc_add(c, 2, S("sub"), &sub), 0);
     CHECK_EQ(udc_add(c, 3, S("f"), &f), 0);
@@ -791,6 +792,91 @@ static void test_invalidate_shrink_stats(void) {
     udc_cache_destroy(c);
 }
 
+/* ---- children ---------------------------------------------------------------------------- */
+
+typedef struct {
+    int calls, stop_at, reentry_ok;
+    uint64_t ino_sum;
+    udc_cache *cache;
+} child_state;
+
+static int visit_child(void *ctx, const char *name, size_t len, const udc_entry *e) {
+    child_state *st = ctx;
+    st->calls++;
+    st->ino_sum += e->ino;
+    udc_entry out; /* a visitor may call the library */
+    if (udc_lookup(st->cache, UDC_ROOT_INO, name, len, &out) == UDC_POSITIVE && out.ino == e->ino)
+        st->reentry_ok++;
+    return st->calls == st->stop_at;
+}
+
+static void test_children(void) {
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    for (uint64_t i = 0; i < 5; i++) {
+        char name[8];
+        int n = snprintf(name, sizeof name, "c%d", (int)i);
+        udc_entry e = ent(10 + i, UDC_TYPE_REG, 0);
+        CHECK_EQ(udc_add(c, UDC_ROOT_INO, name, (size_t)n, &e), 0);
+    }
+    for (int i = 0; i < 100; i++) { /* negatives are not children */
+        char name[16];
+        int n = snprintf(name, sizeof name, "miss%d", i);
+        CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, name, (size_t)n), 0);
+    }
+    child_state st = {.cache = c};
+    CHECK_EQ(udc_children(c, UDC_ROOT_INO, NULL, NULL), 5); /* count only */
+    CHECK_EQ(udc_children(c, UDC_ROOT_INO, visit_child, &st), 5);
+    CHECK_EQ(st.calls, 5);
+    CHECK_EQ(st.ino_sum, 10 + 11 + 12 + 13 + 14);
+    CHECK_EQ(st.reentry_ok, 5);
+    st.calls = 0;
+    st.stop_at = 2;
+    CHECK_EQ(udc_children(c, UDC_ROOT_INO, visit_child, &st), 2); /* stopped by the visitor */
+    CHECK_EQ(st.calls, 2);
+    CHECK_EQ(udc_children(c, 999, NULL, NULL), -ESTALE);
+    CHECK_EQ(udc_children(c, 10, NULL, NULL), -ENOTDIR);
+    CHECK_EQ(udc_children(NULL, UDC_ROOT_INO, NULL, NULL), -EINVAL);
+    udc_cache_destroy(c);
+}
+
+/* ---- known udcache bugs: reported as xfail until fixed ------------------------------------- */
+
+static int xfailed;
+
+/* A check that fails today because of a known bug in the udcache crate (not in the C ABI):
+ * reported, not counted as a failure; once it passes it counts as passed and says so. */
+#define XFAIL_CHECK(cond, bug)                                                            \
+    do {                                                                                  \
+        if (cond) {                                                                       \
+            CHECK(cond);                                                                  \
+            fprintf(stderr, "xpass: %s -- fixed: make it a CHECK\n", bug);                \
+        } else {                                                                          \
+            xfailed++;                                                                    \
+            fprintf(stderr, "xfail: %s\n", bug);                                          \
+        }                                                                                 \
+    } while (0)
+
+/* Negative entries made by udc_unlink (and by udc_rename's source) under a directory survive
+ * udc_invalidate and the last udc_forget of that directory: only udc_add_negative marks the
+ * directory as having negatives to sweep. A reused directory inode number then answers
+ * "does not exist" for a name that may exist. */
+static void test_known_bugs(void) {
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    udc_entry d = ent(2, UDC_TYPE_DIR, 0), f = ent(3, UDC_TYPE_REG, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d"), &d), 0);
+    CHECK_EQ(udc_add(c, 2, S("f"), &f), 0);
+    CHECK_EQ(udc_unlink(c, 2, S("f")), 0);
+    CHECK_EQ(look(c, 2, "f", NULL), UDC_NEGATIVE);
+    CHECK_EQ(udc_invalidate(c, UDC_ROOT_INO, S("d")), 0);
+    XFAIL_CHECK(look(c, 2, "f", NULL) == UDC_MISS,
+                "udcache: a negative made by unlink survives invalidate of its directory");
+    CHECK_EQ(udc_forget(c, 2, 1), 0); /* the directory's inode number may now be reused */
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("other"), &d), 0);
+    XFAIL_CHECK(look(c, 2, "f", NULL) == UDC_MISS,
+                "udcache: a reused directory inode number inherits unlink-made negatives");
+    udc_cache_destroy(c);
+}
+
 int main(void) {
     test_handles();
     test_bad_names();
@@ -801,5 +887,9 @@ int main(void) {
     test_resolve();
     test_readdir();
     test_invalidate_shrink_stats();
+    test_children();
+    test_known_bugs();
+    if (xfailed)
+        printf("api: %d checks xfail (known udcache bugs, see stderr)\n", xfailed);
     return check_summary("api");
 }

@@ -3,6 +3,7 @@
 #define UDC_CHECK_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +42,18 @@ static inline int check_summary(const char *what) {
     long passed = atomic_load(&checks_passed), failed = atomic_load(&checks_failed);
     printf("%s: %ld passed, %ld failed\n", what, passed, failed);
     return failed == 0 && passed > 0 ? 0 : 1;
+}
+
+/* A small deterministic random number generator (SplitMix64) for the tests' workloads. */
+typedef struct {
+    uint64_t state;
+} rng;
+
+static inline uint64_t rng_next(rng *r) {
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
 }
 
 #endif

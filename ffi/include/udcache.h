@@ -14,8 +14,10 @@
  *     -EBADF: a best-effort check, since a freed handle may be reused memory.
  *   - Structs that may grow in later versions start with a `size` field: set it to
  *     sizeof(the struct) before passing it (udc_config_init does it for udc_config).
- *   - No Rust panic unwinds into C: a panic (a bug in the library) returns -EIO and the cache
- *     stays usable. Running out of memory aborts the process.
+ *   - No Rust panic unwinds into C: a panic (a bug in the library) returns -EIO, and later
+ *     calls neither deadlock nor crash, but the cache's contents may then be inconsistent:
+ *     after an -EIO that no callback returned, destroy the cache and make a new one. Running
+ *     out of memory aborts the process.
  *
  * THREADS
  *   - Every function is thread-safe on one cache handle, from any number of threads at once,
@@ -354,6 +356,12 @@ typedef struct udc_walk_result {
 } udc_walk_result;
 
 /**
+ * Visitor of `udc_children`: called once per child with its name (`len` bytes, not
+ * NUL-terminated) and entry; return 0 to go on, non-zero to stop.
+ */
+typedef int (*udc_child_fn)(void *ctx, const char *name, size_t len, const struct udc_entry *entry);
+
+/**
  * One directory entry, as `udc_readdir` returns it.
  */
 typedef struct udc_dirent {
@@ -588,6 +596,21 @@ int udc_walk(struct udc_cache *cache,
              const char *path,
              size_t len,
              struct udc_walk_result *out);
+
+/**
+ * Visits the cached positive children of directory `dir`: a snapshot taken first, in no
+ * particular order, costing O(positive children) however many negative entries the
+ * directory has. `visit` runs on the calling thread with no cache lock held and may call any
+ * `udc_` function except `udc_cache_destroy`; it may be NULL, to count the children.
+ *
+ * Returns the number of children visited (the one whose visit returned non-zero included),
+ * or `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-EINVAL`, `-EBADF`.
+ *
+ * # Safety
+ *
+ * `cache` must be a live handle; `visit` must be NULL or a function of the documented type.
+ */
+int udc_children(struct udc_cache *cache, uint64_t dir, udc_child_fn visit, void *ctx);
 
 /**
  * Adds the name `name` in directory `parent` for the inode `*e` (turning a negative entry of

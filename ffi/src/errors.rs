@@ -3,8 +3,10 @@
 //! Every exported function runs its body through [`ffi_call`]: the body returns
 //! `Ok(non-negative value)` or `Err(positive errno)`, and `ffi_call` turns that into the C
 //! return value. A panic (a bug in this library) is caught there and returned as `-EIO`; it never
-//! unwinds into C. The cache stays usable after one: its writers change shared state only
-//! through single atomic steps, and its mutexes recover from poisoning.
+//! unwinds into C, and the process goes on (a FUSE server keeps serving). The cache's mutexes
+//! recover from poisoning, so later calls do not deadlock or panic in turn, but an operation
+//! that panicked half-way may have left its names inconsistent: the header tells the program to
+//! destroy the cache after an unexpected `-EIO`. Running out of memory aborts (Rust's rule).
 
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -6,7 +6,7 @@
 //! magic is wrong with `EBADF`. That catches garbage pointers and most uses of a destroyed
 //! handle, but it is a diagnostic, not a guarantee: reading a freed handle is undefined.
 
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -140,6 +140,23 @@ pub(crate) unsafe fn get<'a>(ptr: *const udc_cache) -> Result<&'a udc_cache, c_i
     }
     // SAFETY: the magic word says this is a live handle made by `udc_cache_new`.
     Ok(unsafe { &*ptr })
+}
+
+/// The handle and one checked name (see [`get`] and [`args::name`]).
+///
+/// # Safety
+///
+/// `cache` must be a live handle and `name` point to `len` readable bytes, both for `'a`.
+pub(crate) unsafe fn get_named<'a>(
+    cache: *const udc_cache,
+    name: *const c_char,
+    len: usize,
+) -> Result<(&'a udc_cache, &'a [u8]), c_int> {
+    // SAFETY: a live handle (the caller's contract), checked.
+    let cache = unsafe { get(cache) }?;
+    // SAFETY: `len` readable bytes at `name` (the caller's contract), checked.
+    let name = unsafe { args::name(name, len) }?;
+    Ok((cache, name))
 }
 
 /// Fills `*cfg` with the defaults and sets `cfg->size`. NULL is ignored.

@@ -17,9 +17,9 @@
 //!   callback may call, is in [`callbacks`].
 //!
 //! Module map: [`handle`] (config, new, destroy), [`args`] (names and pointers from C),
-//! [`types`] (file types, entries), [`lookup`] (lookup, resolve, walk), [`ops`] (add, unlink,
-//! rename, forget, invalidate, shrink), [`attr`], [`readdir`], [`stats`], [`callbacks`],
-//! [`errors`].
+//! [`types`] (file types, entries), [`lookup`] (lookup, resolve, walk, children), [`ops`]
+//! (add, unlink, rename, forget, invalidate, shrink), [`attr`], [`readdir`], [`stats`],
+//! [`callbacks`], [`errors`].
 
 // The exported types carry their C names (`udc_cache`, `udc_entry`, ...): the header is the API.
 #![allow(non_camel_case_types)]

@@ -1,11 +1,12 @@
 //! Reading names: `udc_lookup` (lockless, cache only), `udc_resolve` (the FUSE lookup: cache,
-//! else the filesystem's callback) and `udc_walk` (a whole path, lockless).
+//! else the filesystem's callback), `udc_walk` (a whole path, lockless) and `udc_children` (a
+//! directory's positive children).
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 
 use dcache::{Lookup, Resolved, Walk, epoch};
 
-use crate::args::{self, versioned};
+use crate::args::{self, Out, versioned};
 use crate::errors::{CResult, fail, ffi_call};
 use crate::handle::{self, udc_cache};
 use crate::types::udc_entry;
@@ -49,6 +50,28 @@ pub struct udc_walk_result {
 }
 versioned!(udc_walk_result);
 
+/// The arguments of `udc_lookup` and `udc_resolve`, checked: the handle, the name, the output
+/// pointer, and `parent` a cached directory.
+///
+/// # Safety
+///
+/// `cache` must be a live handle; `name` must point to `len` readable bytes; `out` must be NULL
+/// or point to a writable `udc_entry`; all for `'a`.
+unsafe fn read_args<'a>(
+    cache: *mut udc_cache,
+    parent: u64,
+    name: *const c_char,
+    len: usize,
+    out: *mut udc_entry,
+) -> Result<(&'a udc_cache, &'a [u8], Out<'a, udc_entry>), c_int> {
+    // SAFETY: the caller's contract, as documented.
+    let (cache, name) = unsafe { handle::get_named(cache, name, len) }?;
+    // SAFETY: NULL or a writable udc_entry (the caller's contract).
+    let out = unsafe { args::output(out) }?;
+    cache.check_dir(parent)?;
+    Ok((cache, name, out))
+}
+
 /// Looks `name` up in directory `parent` in the cache only: lockless (a hit writes nothing
 /// shared but one bit, once), never calls the filesystem, counts no lookup.
 ///
@@ -69,13 +92,8 @@ pub unsafe extern "C" fn udc_lookup(
     out: *mut udc_entry,
 ) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
-        let cache = unsafe { handle::get(cache) }?;
-        // SAFETY: `len` readable bytes at `name` (the caller's contract), checked.
-        let name = unsafe { args::name(name, len) }?;
-        // SAFETY: NULL or a writable udc_entry (the caller's contract).
-        let out = unsafe { args::output(out) }?;
-        cache.check_dir(parent)?;
+        // SAFETY: the caller's contract, as documented.
+        let (cache, name, out) = unsafe { read_args(cache, parent, name, len, out) }?;
         let guard = epoch::pin();
         match cache.dcache.lookup(&guard, parent, name).map_err(fail)? {
             Lookup::Hit(inode) => {
@@ -110,13 +128,8 @@ pub unsafe extern "C" fn udc_resolve(
     out: *mut udc_entry,
 ) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
-        let cache = unsafe { handle::get(cache) }?;
-        // SAFETY: `len` readable bytes at `name` (the caller's contract), checked.
-        let name = unsafe { args::name(name, len) }?;
-        // SAFETY: NULL or a writable udc_entry (the caller's contract).
-        let out = unsafe { args::output(out) }?;
-        cache.check_dir(parent)?;
+        // SAFETY: the caller's contract, as documented.
+        let (cache, name, out) = unsafe { read_args(cache, parent, name, len, out) }?;
         let resolved = cache.dcache.resolve(cache.callbacks(), parent, name).map_err(fail)?;
         match resolved {
             Resolved::Found(spec) => {
@@ -173,5 +186,54 @@ pub unsafe extern "C" fn udc_walk(
         }
         out.write(r);
         Ok(r.kind as c_int)
+    })
+}
+
+/// Visitor of `udc_children`: called once per child with its name (`len` bytes, not
+/// NUL-terminated) and entry; return 0 to go on, non-zero to stop.
+pub type udc_child_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        name: *const c_char,
+        len: usize,
+        entry: *const udc_entry,
+    ) -> c_int,
+>;
+
+/// Visits the cached positive children of directory `dir`: a snapshot taken first, in no
+/// particular order, costing O(positive children) however many negative entries the
+/// directory has. `visit` runs on the calling thread with no cache lock held and may call any
+/// `udc_` function except `udc_cache_destroy`; it may be NULL, to count the children.
+///
+/// Returns the number of children visited (the one whose visit returned non-zero included),
+/// or `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-EINVAL`, `-EBADF`.
+///
+/// # Safety
+///
+/// `cache` must be a live handle; `visit` must be NULL or a function of the documented type.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udc_children(
+    cache: *mut udc_cache,
+    dir: u64,
+    visit: udc_child_fn,
+    ctx: *mut c_void,
+) -> c_int {
+    ffi_call(|| -> CResult {
+        // SAFETY: a live handle (the caller's contract), checked.
+        let cache = unsafe { handle::get(cache) }?;
+        let children = cache.dcache.children(dir).map_err(fail)?;
+        let mut visited: c_int = 0;
+        for child in &children {
+            visited = visited.saturating_add(1);
+            let Some(visit) = visit else { continue };
+            let entry = udc_entry::of(child.inode);
+            // SAFETY: `visit` is the caller's function of the documented type; the name and
+            // the entry live until it returns.
+            let stop = unsafe { visit(ctx, child.name.as_ptr().cast(), child.name.len(), &entry) };
+            if stop != 0 {
+                break;
+            }
+        }
+        Ok(visited)
     })
 }

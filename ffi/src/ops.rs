@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_int, c_uint};
 
-use dcache::RenameMode;
+use dcache::{Dcache, Error, RenameMode};
 
 use crate::args;
 use crate::errors::{CResult, fail, ffi_call};
@@ -16,21 +16,26 @@ pub const UDC_RENAME_NOREPLACE: c_uint = 1;
 /// `udc_rename` flag: swap the two names, which must both exist (Linux's `RENAME_EXCHANGE`).
 pub const UDC_RENAME_EXCHANGE: c_uint = 2;
 
-/// The handle and one checked name, for the entry points below.
+/// The body of the entry points that change one name in a directory (add negative, unlink,
+/// invalidate): checks the handle, the name and the directory `parent`, then runs `op`.
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle and `name` point to `len` readable bytes, both for `'a`.
-unsafe fn handle_and_name<'a>(
+/// `cache` must be a live handle and `name` point to `len` readable bytes.
+unsafe fn change_name(
     cache: *mut udc_cache,
+    parent: u64,
     name: *const c_char,
     len: usize,
-) -> Result<(&'a udc_cache, &'a [u8]), c_int> {
-    // SAFETY: a live handle (the caller's contract), checked.
-    let cache = unsafe { handle::get(cache) }?;
-    // SAFETY: `len` readable bytes at `name` (the caller's contract), checked.
-    let name = unsafe { args::name(name, len) }?;
-    Ok((cache, name))
+    op: impl FnOnce(&Dcache, u64, &[u8]) -> Result<(), Error>,
+) -> c_int {
+    ffi_call(|| -> CResult {
+        // SAFETY: the caller's contract, as documented.
+        let (cache, name) = unsafe { handle::get_named(cache, name, len) }?;
+        cache.check_dir(parent)?;
+        op(&cache.dcache, parent, name).map_err(fail)?;
+        Ok(0)
+    })
 }
 
 /// Adds the name `name` in directory `parent` for the inode `*e` (turning a negative entry of
@@ -57,7 +62,7 @@ pub unsafe extern "C" fn udc_add(
 ) -> c_int {
     ffi_call(|| -> CResult {
         // SAFETY: the caller's contract, as documented.
-        let (cache, name) = unsafe { handle_and_name(cache, name, len) }?;
+        let (cache, name) = unsafe { handle::get_named(cache, name, len) }?;
         // SAFETY: NULL or a udc_entry (the caller's contract).
         let spec = unsafe { args::input(e) }?.spec()?;
         cache.dcache.add(parent, name, spec).map_err(fail)?;
@@ -81,13 +86,8 @@ pub unsafe extern "C" fn udc_add_negative(
     name: *const c_char,
     len: usize,
 ) -> c_int {
-    ffi_call(|| -> CResult {
-        // SAFETY: the caller's contract, as documented.
-        let (cache, name) = unsafe { handle_and_name(cache, name, len) }?;
-        cache.check_dir(parent)?;
-        cache.dcache.add_negative(parent, name).map_err(fail)?;
-        Ok(0)
-    })
+    // SAFETY: the caller's contract, as documented.
+    unsafe { change_name(cache, parent, name, len, Dcache::add_negative) }
 }
 
 /// Removes the name `name` from directory `parent` (unlink, rmdir): the entry turns negative
@@ -107,13 +107,8 @@ pub unsafe extern "C" fn udc_unlink(
     name: *const c_char,
     len: usize,
 ) -> c_int {
-    ffi_call(|| -> CResult {
-        // SAFETY: the caller's contract, as documented.
-        let (cache, name) = unsafe { handle_and_name(cache, name, len) }?;
-        cache.check_dir(parent)?;
-        cache.dcache.unlink(parent, name).map_err(fail)?;
-        Ok(0)
-    })
+    // SAFETY: the caller's contract, as documented.
+    unsafe { change_name(cache, parent, name, len, Dcache::unlink) }
 }
 
 /// Moves the name `oldname` in `oldparent` to `newname` in `newparent` (a positive target is
@@ -143,7 +138,7 @@ pub unsafe extern "C" fn udc_rename(
 ) -> c_int {
     ffi_call(|| -> CResult {
         // SAFETY: the caller's contract, as documented.
-        let (cache, old) = unsafe { handle_and_name(cache, oldname, oldlen) }?;
+        let (cache, old) = unsafe { handle::get_named(cache, oldname, oldlen) }?;
         // SAFETY: `newlen` readable bytes at `newname` (the caller's contract), checked.
         let new = unsafe { args::name(newname, newlen) }?;
         let mode = match flags {
@@ -213,13 +208,8 @@ pub unsafe extern "C" fn udc_invalidate(
     name: *const c_char,
     len: usize,
 ) -> c_int {
-    ffi_call(|| -> CResult {
-        // SAFETY: the caller's contract, as documented.
-        let (cache, name) = unsafe { handle_and_name(cache, name, len) }?;
-        cache.check_dir(parent)?;
-        cache.dcache.invalidate(parent, name).map_err(fail)?;
-        Ok(0)
-    })
+    // SAFETY: the caller's contract, as documented.
+    unsafe { change_name(cache, parent, name, len, Dcache::invalidate) }
 }
 
 /// Evicts up to `n` unused entries, negatives first, then the least recently used positive

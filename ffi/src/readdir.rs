@@ -80,9 +80,20 @@ impl Drop for udc_fill {
 /// `ptr` must be NULL or the fill passed to a readdir callback that has not returned, used
 /// by no other thread.
 unsafe fn fill_mut<'a>(ptr: *mut udc_fill) -> Result<&'a mut udc_fill, c_int> {
-    // SAFETY: NULL or a live fill, exclusively ours (the caller's contract).
-    let fill = unsafe { ptr.as_mut() }.ok_or(libc::EINVAL)?;
-    if fill.magic != FILL_LIVE { Err(libc::EBADF) } else { Ok(fill) }
+    if ptr.is_null() {
+        return Err(libc::EINVAL);
+    }
+    if !ptr.is_aligned() {
+        return Err(libc::EBADF);
+    }
+    // SAFETY: a live fill (the caller's contract). Only the magic word is read before it is
+    // checked, through a raw field pointer, so a wrong pointer never becomes a reference.
+    let magic = unsafe { std::ptr::addr_of!((*ptr).magic).read() };
+    if magic != FILL_LIVE {
+        return Err(libc::EBADF);
+    }
+    // SAFETY: the magic word says this is the running callback's fill, lent to it exclusively.
+    Ok(unsafe { &mut *ptr })
 }
 
 /// Calls the filesystem's readdir callback for up to `max` entries of `dir` after `cookie`.

@@ -23,7 +23,8 @@ fn committed_header_is_current() {
     let committed = std::fs::read(&path).unwrap_or_default();
     assert!(
         committed == generated,
-        "include/udcache.h is stale: run `UDCACHE_BLESS=1 cargo test -p udcache-ffi --test header`\n\
+        "include/udcache.h is stale; to regenerate it, run\n\
+         UDCACHE_BLESS=1 cargo test -p udcache-ffi --test header\n\
          --- generated ---\n{}",
         String::from_utf8_lossy(&generated)
     );

@@ -59,7 +59,7 @@ use std::sync::atomic::AtomicUsize;
 
 use udcache_rculist::epoch::{self, Guard};
 
-use crate::entry::{Entry, NEGATIVE};
+use crate::entry::{Entry, NEGATIVE, ON_LRU};
 use crate::stats::C;
 use crate::table::{BucketLock, Held, NegHash, clear_referenced, mark_unhashed};
 
@@ -314,8 +314,13 @@ fn scan_lru<V: Send + Sync + 'static>(
         scanned += 1;
         let guard = epoch::pin();
         let mut lock = t.lock_bucket(t.bucket_of(e.parent(), e.name()));
-        if !e.is_hashed() || e.refs.load(crate::sync::Ordering::Relaxed) != 0 {
-            continue; // gone, or held again: its last release puts it back on the LRU
+        let held = e.refs.load(crate::sync::Ordering::Relaxed) != 0;
+        if !e.is_hashed() || held || e.has(ON_LRU) || e.has(NEGATIVE) != negative {
+            // Gone; or held again (its last release puts it back on the LRU); or held and
+            // released since the pop: back on the LRU already, or about to be (a release
+            // drops its count before it takes this lock), maybe flipped to the other kind by
+            // its holder. Not ours to judge any more.
+            continue;
         }
         if e.is_protected() {
             e.spend_chance();

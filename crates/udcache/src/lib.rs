@@ -78,28 +78,29 @@
 //!
 //! ## Status
 //!
-//! Exists (issue 7's core): [`Dcache`] with [`Config`] (entries or buckets, negative cap,
-//! [`UnlinkPolicy`]); [`Inode`] (number, type, filesystem data, FUSE lookup count, `..`,
-//! lock-free attribute snapshots with expiry); [`Dcache::lookup`], [`Dcache::add`] (with
-//! instantiation of a negative), [`Dcache::add_negative`], [`Dcache::unlink`],
-//! [`Dcache::rename`] (within and between directories, replace or no-replace),
-//! [`Dcache::forget`], [`Dcache::count_lookup`], [`Dcache::getattr`], [`Dcache::setattr`],
-//! [`Dcache::walk`] with the rename-sequence validation and locked fallback,
-//! [`Dcache::resolve`] with a [`Filesystem`] and coalesced misses, [`Stats`] printable like
-//! `dentry-state`; unit tests of every operation and refusal, coalescing tests with real
-//! threads, a rename-storm stress test with an oracle (`tests/storm.rs`), a writers-vs-writers
-//! stress test with a consistency check (`tests/writers.rs`), and loom models of a
-//! walk against the rename of a directory on its path and of `getattr` against `setattr`
-//! (`tests/loom_walk.rs`).
+//! Exists: [`Dcache`] with [`Config`] (entries or buckets, negative cap, [`UnlinkPolicy`],
+//! readdir budget); [`Inode`] (number, type, filesystem data, FUSE lookup count, `..`,
+//! lock-free attribute snapshots with expiry); [`Dcache::lookup`], [`Dcache::walk`] (rename
+//! sequence validation, locked fallback), [`Dcache::resolve`] with a [`Filesystem`] and
+//! coalesced misses; [`Dcache::add`] (with instantiation), [`Dcache::add_negative`],
+//! [`Dcache::unlink`], [`Dcache::rename`] (replace, no-replace, exchange),
+//! [`Dcache::invalidate`] of a subtree, [`Dcache::forget`], [`Dcache::shrink`] (negatives
+//! first, then positives, least recently used first); positive children kept apart from
+//! negatives ([`Dcache::children`], [`Dcache::walk_tree`] with [`Visit`] continue / skip /
+//! skip-siblings / quit); listings through per-directory `udcache-readdir` caches
+//! ([`Dcache::readdir`]) whose complete listings answer misses without negative dentries;
+//! [`Stats`] printable like `dentry-state`. Tests: every operation and refusal
+//! (`tests/ops.rs`, `tests/tree.rs`), coalescing with real threads, a rename storm with an
+//! oracle (`tests/storm.rs`), writers against writers with a consistency check of slots,
+//! aliases and children maps (`tests/writers.rs`), loom models of a walk against a rename,
+//! `getattr` against `setattr`, and a lookup against unlink and reuse of its inode number.
 //!
-//! Not yet (the rest of issue 7): dentries and inodes from `udcache-gp` pools (they are `Arc`s
-//! released through the epoch, which is safe but not recycled); per-dentry sequence counts,
-//! reference counts and flags of their own (a dentry is a neghash entry); child lists
-//! (positive children iteration, `walk` with skip-siblings, `invalidate` of a subtree);
-//! rename exchange; `shrink(n)` of positive dentries and inodes; readdir through
-//! `udcache-readdir` (and complete directories answering misses); a loom model of lookup vs
-//! unlink and reuse of an inode (there is no reuse yet); the `udcache-stress` binary, the benchmarks, the C ABI
-//! and the fuzz target.
+//! Not done: dentries and inodes are not recycled through `udcache-gp` pools — a dentry is a
+//! `udcache-neghash` entry and an inode an `Arc`, both freed after a grace period (crossbeam
+//! epoch), which gives the same guarantee to lockless readers (never a freed or reused object)
+//! without reuse; dentries have no sequence count of their own (walks are validated by the
+//! global rename sequence, which is coarser: any rename sends overlapping walks to the
+//! fallback).
 
 pub mod attr;
 pub mod cache;

@@ -1,9 +1,10 @@
-//! Writers racing writers: threads add, unlink, rename, forget and count lookups of a small
-//! set of names and inodes at once (every refusal must be one the state allows), while a
-//! walker checks every inode it finds is intact. At the end, with no thread running, the
-//! cache must be consistent: every positive dentry's inode is the one the inode table holds
-//! and lists that name among its aliases; every alias leads back to its inode; the name
-//! table's bounds and counters hold.
+//! Writers racing writers: threads add, unlink, rename (replace, no-replace, exchange),
+//! invalidate, shrink, forget and count lookups of a small set of names and inodes at once
+//! (every refusal must be one the state allows), while a walker checks every inode it finds is
+//! intact. At the end, with no thread running, the cache must be consistent: every positive
+//! dentry's inode is the one the inode table holds, lists that name among its aliases and is
+//! on its parent's children map; every alias and every child leads back to its inode; the
+//! name table's bounds and counters hold.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -36,16 +37,21 @@ fn one_op(cache: &Dcache, r: &mut u64) {
     let mut pick = |n: usize| (next(r) % n as u64) as usize;
     let (d, k) = (DIRS[pick(DIRS.len())], pick(NAMES));
     let ino = INOS.start + pick((INOS.end - INOS.start) as usize) as u64;
-    let result = match pick(8) {
+    let result = match pick(11) {
         0 | 1 => cache.add(d, &name(k), file(ino)),
         2 => cache.add_negative(d, &name(k)),
         3 => cache.unlink(d, &name(k)),
         4 => {
             let (d2, k2) = (DIRS[pick(DIRS.len())], pick(NAMES));
-            let mode = if pick(2) == 0 { RenameMode::Replace } else { RenameMode::NoReplace };
-            cache.rename(d, &name(k), d2, &name(k2), mode)
+            let modes = [RenameMode::Replace, RenameMode::NoReplace, RenameMode::Exchange];
+            cache.rename(d, &name(k), d2, &name(k2), modes[pick(3)])
         }
-        5 => cache.forget(ino, 1),
+        8 => cache.invalidate(d, &name(k)),
+        9 => {
+            cache.shrink(1 + pick(3));
+            Ok(())
+        }
+        5 | 10 => cache.forget(ino, 1),
         6 => cache.count_lookup(ino),
         _ => cache.setattr(ino, &Attr { size: ino, ..Attr::default() }, Instant::now()),
     };
@@ -64,7 +70,15 @@ fn check_consistent(cache: &Dcache) {
                 assert!(std::ptr::eq(table, i), "a dentry names a stale inode object");
                 assert!(i.aliases().contains(&(d, name(k))), "({d}, n{k}) not among its aliases");
                 assert!(i.lookups() >= 1);
+                let child = udcache::Child { name: name(k), inode: i.spec() };
+                assert!(cache.children(d).unwrap().contains(&child), "({d}, n{k}) not a child");
             }
+        }
+        for c in cache.children(d).unwrap() {
+            assert!(
+                matches!(cache.lookup(&g, d, &c.name), Ok(Lookup::Hit(i)) if i.ino() == c.inode.ino),
+                "a child of {d} is not its positive dentry: {c:?}"
+            );
         }
     }
     for ino in INOS {

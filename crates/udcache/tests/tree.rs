@@ -1,0 +1,278 @@
+//! Children maps, tree walks, invalidation, shrink, exchange, and listings through the cache.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use udcache::readdir::{Entry, Fill, FillError, Verifier};
+use udcache::{
+    Config, Dcache, Error, FileType, Filesystem, InodeSpec, Lookup, ROOT_INO, RenameMode, Resolved,
+    Visit, Walk, epoch,
+};
+
+fn dir(ino: u64) -> InodeSpec {
+    InodeSpec { ino, kind: FileType::Directory, fs_data: ino }
+}
+
+fn file(ino: u64) -> InodeSpec {
+    InodeSpec { ino, kind: FileType::Regular, fs_data: ino }
+}
+
+fn names(cache: &Dcache, d: u64) -> Vec<String> {
+    let mut v: Vec<_> = cache
+        .children(d)
+        .unwrap()
+        .into_iter()
+        .map(|c| String::from_utf8(c.name).unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+fn lookup(cache: &Dcache, parent: u64, name: &str) -> Option<u64> {
+    let g = epoch::pin();
+    match cache.lookup(&g, parent, name.as_bytes()).unwrap() {
+        Lookup::Hit(i) => Some(i.ino()),
+        Lookup::Negative => Some(0),
+        Lookup::Miss => None,
+    }
+}
+
+#[test]
+fn children_follow_every_change_and_skip_negatives() {
+    let cache = Dcache::new(Config::for_entries(4096));
+    cache.add(ROOT_INO, b"d", dir(2)).unwrap();
+    cache.add(2, b"a", file(3)).unwrap();
+    cache.add(2, b"b", file(4)).unwrap();
+    for i in 0..500 {
+        cache.add_negative(2, format!("miss{i}").as_bytes()).unwrap();
+    }
+    assert_eq!(names(&cache, 2), ["a", "b"]);
+    cache.unlink(2, b"a").unwrap();
+    assert_eq!(names(&cache, 2), ["b"]);
+    cache.add(2, b"a", file(5)).unwrap(); // instantiates the negative left by unlink
+    cache.rename(2, b"a", ROOT_INO, b"moved", RenameMode::Replace).unwrap();
+    assert_eq!(names(&cache, 2), ["b"]);
+    assert_eq!(names(&cache, ROOT_INO), ["d", "moved"]);
+    cache.add(2, b"hard", file(4)).unwrap(); // a second name of inode 4
+    assert_eq!(names(&cache, 2), ["b", "hard"]);
+    assert_eq!(cache.children(77).unwrap_err(), Error::UnknownInode(77));
+    assert_eq!(cache.children(4).unwrap_err(), Error::NotDirectory(4));
+    cache.forget(4, 2).unwrap(); // both names go with the inode
+    assert_eq!(names(&cache, 2), Vec::<String>::new());
+    cache.verify().unwrap();
+}
+
+#[test]
+fn walk_tree_steers_with_skip_skip_siblings_and_quit() {
+    let cache = Dcache::new(Config::for_entries(256));
+    // root/{a,b,c}; each holds x, y, z, and a/x holds deep.
+    for (k, n) in ["a", "b", "c"].iter().enumerate() {
+        let d = 10 + k as u64 * 10;
+        cache.add(ROOT_INO, n.as_bytes(), dir(d)).unwrap();
+        for (j, m) in ["x", "y", "z"].iter().enumerate() {
+            let spec = if j == 0 { dir(d + 1) } else { file(d + 1 + j as u64) };
+            cache.add(d, m.as_bytes(), spec).unwrap();
+        }
+    }
+    cache.add(11, b"deep", file(99)).unwrap();
+    let run = |f: &mut dyn FnMut(usize, &str) -> Visit| {
+        let mut seen = 0;
+        cache
+            .walk_tree(ROOT_INO, |depth, _p, c| {
+                seen += 1;
+                f(depth, std::str::from_utf8(&c.name).unwrap())
+            })
+            .unwrap();
+        seen
+    };
+    assert_eq!(run(&mut |_, _| Visit::Continue), 3 + 9 + 1);
+    assert_eq!(run(&mut |_, _| Visit::Skip), 3);
+    // Skip siblings at depth 2: each directory's first child only, and what is below it.
+    let mut depths = HashMap::new();
+    let n = run(&mut |depth, _| {
+        *depths.entry(depth).or_insert(0) += 1;
+        if depth == 2 { Visit::SkipSiblings } else { Visit::Continue }
+    });
+    assert_eq!(depths[&2], 3, "one child per directory at depth 2");
+    assert_eq!(n, 3 + 3 + depths.get(&3).copied().unwrap_or(0));
+    let mut count = 0;
+    assert_eq!(
+        run(&mut |_, _| {
+            count += 1;
+            if count == 4 { Visit::Quit } else { Visit::Continue }
+        }),
+        4
+    );
+    assert!(cache.walk_tree(99, |_, _, _| Visit::Continue).is_err());
+}
+
+#[test]
+fn invalidate_drops_a_subtree_with_its_negatives_and_keeps_inodes() {
+    let cache = Dcache::new(Config::for_entries(1024));
+    cache.add(ROOT_INO, b"top", dir(2)).unwrap();
+    cache.add(2, b"sub", dir(3)).unwrap();
+    cache.add(3, b"f", file(4)).unwrap();
+    cache.add_negative(3, b"nope").unwrap();
+    cache.add_negative(2, b"nada").unwrap();
+    cache.add(ROOT_INO, b"other", file(5)).unwrap();
+    cache.add_negative(ROOT_INO, b"kept-miss").unwrap();
+    cache.invalidate(ROOT_INO, b"top").unwrap();
+    for (p, n) in [(ROOT_INO, "top"), (2, "sub"), (3, "f"), (3, "nope"), (2, "nada")] {
+        assert_eq!(lookup(&cache, p, n), None, "({p}, {n}) survived");
+    }
+    assert_eq!(lookup(&cache, ROOT_INO, "other"), Some(5));
+    assert_eq!(lookup(&cache, ROOT_INO, "kept-miss"), Some(0));
+    assert_eq!(cache.stats().nr_inodes, 5, "inodes stay until forget");
+    // A negative and a file can be invalidated alone; nothing cached is NotFound.
+    cache.invalidate(ROOT_INO, b"kept-miss").unwrap();
+    cache.invalidate(ROOT_INO, b"other").unwrap();
+    assert_eq!(cache.invalidate(ROOT_INO, b"other"), Err(Error::NotFound));
+    assert!(matches!(cache.invalidate(ROOT_INO, b"a/b"), Err(Error::InvalidName(_))));
+    // The directory can come back under its name, children empty.
+    cache.add(ROOT_INO, b"top", dir(2)).unwrap();
+    assert!(cache.children(2).unwrap().is_empty());
+    cache.verify().unwrap();
+}
+
+#[test]
+fn forgetting_a_directory_drops_what_was_cached_below_it() {
+    let cache = Dcache::new(Config::for_entries(256));
+    cache.add(ROOT_INO, b"d", dir(2)).unwrap();
+    cache.add_negative(2, b"stale").unwrap();
+    cache.add(2, b"f", file(3)).unwrap();
+    cache.unlink(ROOT_INO, b"d").unwrap();
+    cache.forget(2, 1).unwrap();
+    // Inode number 2 reused for a new directory: none of the old one's names show through.
+    cache.add(ROOT_INO, b"e", dir(2)).unwrap();
+    assert_eq!(lookup(&cache, 2, "stale"), None);
+    assert_eq!(lookup(&cache, 2, "f"), None);
+    assert!(cache.children(2).unwrap().is_empty());
+}
+
+#[test]
+fn shrink_takes_negatives_first_then_positives_with_their_bookkeeping() {
+    let cache = Dcache::new(Config::for_entries(1024));
+    for i in 0..10u64 {
+        cache.add(ROOT_INO, format!("f{i}").as_bytes(), file(10 + i)).unwrap();
+        cache.add_negative(ROOT_INO, format!("n{i}").as_bytes()).unwrap();
+    }
+    assert_eq!(cache.shrink(10), 10);
+    let s = cache.stats();
+    assert_eq!((s.nr_dentry, s.nr_negative), (10, 0), "negatives go first");
+    assert_eq!(cache.shrink(4), 4);
+    assert_eq!(cache.children(ROOT_INO).unwrap().len(), 6);
+    for i in 10..20 {
+        let aliases = epoch::pin();
+        let inode = cache.inode(&aliases, i).expect("inodes stay");
+        for (p, n) in inode.aliases() {
+            assert!(matches!(cache.lookup(&aliases, p, &n), Ok(Lookup::Hit(j)) if j.ino() == i));
+        }
+    }
+    assert_eq!(cache.shrink(100), 6);
+    assert_eq!(cache.shrink(1), 0);
+    cache.verify().unwrap();
+}
+
+#[test]
+fn exchange_swaps_two_names_and_directory_parents() {
+    let cache = Dcache::new(Config::for_entries(256));
+    cache.add(ROOT_INO, b"a", dir(2)).unwrap();
+    cache.add(ROOT_INO, b"b", dir(3)).unwrap();
+    cache.add(2, b"x", dir(4)).unwrap();
+    cache.add(3, b"y", file(5)).unwrap();
+    cache.rename(2, b"x", 3, b"y", RenameMode::Exchange).unwrap();
+    assert_eq!(lookup(&cache, 2, "x"), Some(5));
+    assert_eq!(lookup(&cache, 3, "y"), Some(4));
+    let g = epoch::pin();
+    assert!(matches!(cache.walk(&g, ROOT_INO, "b/y/../y"), Ok(Walk::Found(i)) if i.ino() == 4));
+    drop(g);
+    assert_eq!(names(&cache, 2), ["x"]);
+    assert_eq!(
+        cache.rename(2, b"x", 3, b"missing", RenameMode::Exchange),
+        Err(Error::NotFound),
+        "exchange needs two positive names"
+    );
+    assert_eq!(lookup(&cache, 2, "x"), Some(5), "a refused exchange changes nothing");
+}
+
+/// A directory whose listing counts calls; names `e0..`, inode 100 + i, cookie i + 1.
+struct Listed {
+    entries: Mutex<Vec<String>>,
+    verifier: AtomicUsize,
+    readdirs: AtomicUsize,
+    lookups: AtomicUsize,
+}
+
+impl Filesystem for Listed {
+    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        let e = self.entries.lock().unwrap();
+        Ok(e.iter().position(|n| n.as_bytes() == name).map(|i| file(100 + i as u64)))
+    }
+
+    fn readdir(&self, _dir: u64, cookie: u64, max: usize) -> Result<Fill, FillError> {
+        self.readdirs.fetch_add(1, Ordering::Relaxed);
+        let e = self.entries.lock().unwrap();
+        if cookie > e.len() as u64 {
+            return Err(FillError::UnknownCookie);
+        }
+        let entries: Vec<_> = (cookie as usize..e.len())
+            .take(max)
+            .map(|i| Entry::new(&e[i], 100 + i as u64, libc_dt_reg(), i as u64 + 1))
+            .collect();
+        let eof = entries.last().is_none_or(|l| l.cookie == e.len() as u64);
+        let verifier = Verifier(self.verifier.load(Ordering::Relaxed) as u64);
+        Ok(Fill { entries, eof, verifier })
+    }
+}
+
+fn libc_dt_reg() -> u8 {
+    8
+}
+
+#[test]
+fn readdir_is_cached_and_a_complete_listing_answers_misses() {
+    let fs = Arc::new(Listed {
+        entries: Mutex::new((0..50).map(|i| format!("e{i}")).collect()),
+        verifier: AtomicUsize::new(1),
+        readdirs: AtomicUsize::new(0),
+        lookups: AtomicUsize::new(0),
+    });
+    let dynfs: Arc<dyn Filesystem> = fs.clone();
+    let cache = Dcache::new(Config::for_entries(1024).with_readdir(64, 16));
+    let (mut cookie, mut seen) = (0, Vec::new());
+    loop {
+        let b = cache.readdir(&dynfs, ROOT_INO, cookie, 7).unwrap();
+        seen.extend(b.entries.iter().map(|e| e.name.clone()));
+        cookie = b.entries.last().map_or(cookie, |e| e.cookie);
+        if b.eof {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 50);
+    let calls = fs.readdirs.load(Ordering::Relaxed);
+    assert_eq!(cache.readdir(&dynfs, ROOT_INO, 0, 50).unwrap().entries.len(), 50);
+    assert_eq!(fs.readdirs.load(Ordering::Relaxed), calls, "a second pass is served cached");
+    // Complete: a name not listed is negative without a call or a negative dentry.
+    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"zzz"), Ok(Resolved::Negative));
+    assert_eq!(fs.lookups.load(Ordering::Relaxed), 0);
+    assert_eq!((cache.stats().complete_dir_negatives, cache.stats().nr_negative), (1, 0));
+    // A listed name still asks the filesystem (the listing has no fs data), and that lookup
+    // leaves the listing complete.
+    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"e3"), Ok(Resolved::Found(s)) if s.ino == 103));
+    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"zzz2"), Ok(Resolved::Negative));
+    assert_eq!(fs.lookups.load(Ordering::Relaxed), 1);
+    // A create of an unlisted name changes the directory: misses ask again.
+    fs.entries.lock().unwrap().push("new".into());
+    cache.add(ROOT_INO, b"new", file(150)).unwrap();
+    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"zzz3"), Ok(Resolved::Negative)));
+    assert_eq!(fs.lookups.load(Ordering::Relaxed), 2, "the stale listing no longer answers");
+    // Bad input.
+    assert!(matches!(cache.readdir(&dynfs, ROOT_INO, 12345, 5), Err(Error::Readdir(_))));
+    assert!(matches!(cache.readdir(&dynfs, 777, 0, 5), Err(Error::UnknownInode(777))));
+    cache.add(ROOT_INO, b"plain", file(151)).unwrap();
+    assert!(matches!(cache.readdir(&dynfs, 151, 0, 5), Err(Error::NotDirectory(151))));
+    assert_eq!(cache.dir_changed(151, None), Err(Error::NotDirectory(151)));
+    cache.dir_changed(ROOT_INO, Some(2)).unwrap();
+}
