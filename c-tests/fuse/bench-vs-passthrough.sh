@@ -6,7 +6,8 @@
 #   make:    seed 002's Makefile (includes.mk: 50 empty -I directories on the filesystem, 200
 #            compiles, make -j2), compiling (make-c) and preprocessing only (make-E: the same
 #            lookups without the code generation);
-#   flood:   seed 000's flood on real paths (fstool flood: 2 x 100,000 unique names, access);
+#   flood:   seed 000's flood on real paths (c-tests' dcache_stress -D: 2 x 100,000 unique
+#            names, access);
 #   flood-s: the same with each name accessed twice (dcache_stress -s): the second is a repeat;
 #   find:    find over a tree of FILES files (default 100,000), stat-ing each (-printf %s), and
 #            over a 15,000-file part of it (passthrough_ll keeps an fd per inode and never lets
@@ -30,7 +31,9 @@ FILES=${FILES:-100000}
 COMPILES=${COMPILES:-200}
 
 (cd "$ROOT" && cargo build --release --quiet -p udcache-ffi)
-make -s -C "$HERE" udcfs fstool passthrough_ll
+make -s -C "$HERE" udcfs passthrough_ll
+make -s -C "$ROOT/c-tests" build/dcache_stress
+DCACHE_STRESS=$ROOT/c-tests/build/dcache_stress
 ulimit -n "$(ulimit -Hn)"
 
 WORK=$(mktemp -d /tmp/udcfs-bench.XXXXXX)
@@ -93,8 +96,8 @@ run() { # run LOAD FS: one measurement
 	make-c | make-E)
 		(cd "$WORK/build" && rm -rf objs && make -s -f "$HERE/includes.mk" INC_PATH="$DIR/inc" \
 			STEP="-${load#make-}" NUM_COMPILES="$COMPILES" -j2) || errs=failed ;;
-	flood) "$HERE/fstool" flood -i 2 -n 100000 "$DIR" >/dev/null || errs=failed ;;
-	flood-s) "$HERE/fstool" flood -i 2 -n 100000 -s "$DIR" >/dev/null || errs=failed ;;
+	flood) "$DCACHE_STRESS" -D "$DIR" -i 2 -n 100000 >/dev/null || errs=failed ;;
+	flood-s) "$DCACHE_STRESS" -D "$DIR" -i 2 -n 100000 -s >/dev/null || errs=failed ;;
 	find100k) errs=$( (find "$DIR/tree" -printf '%s\n' 2>&1 >/dev/null || true) | wc -l) ;;
 	find15k) errs=$( (cd "$DIR" && find $SMALL -printf '%s\n' 2>&1 >/dev/null || true) | wc -l) ;;
 	esac

@@ -11,11 +11,8 @@
  *       child process creates and deletes DIR/churn_* files; checks that every stable_* entry
  *       appears exactly once per pass and no churn_* entry twice, and that the child changed the
  *       directory during every pass. Kills and waits for only its own child.
- *   fstool flood [-i ITER] [-n NAMES] [-p PREFIX] [-u] [-s] [DIR]
- *       the negative-dentry flood of the "dcache: increase poison resistance" thread (seed 000),
- *       on real paths: in a new temporary directory under DIR (default "."), ITER iterations of
- *       NAMES unique names each: access() of each name (-u: mknod then unlink it instead; -s:
- *       access it a second time), printing the time of each iteration. Removes its directory.
+ *
+ * (Seed 000's flood on real paths is c-tests/dcache_stress -D DIR.)
  *
  * Exit status: 0 success, 1 a check failed, 2 usage or setup error.
  */
@@ -44,8 +41,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: fstool rename2 exchange|noreplace OLD NEW\n"
 			"       fstool populate DIR N\n"
-			"       fstool listcheck DIR N PASSES [BUFSIZE [PAUSE_US]]\n"
-			"       fstool flood [-i ITER] [-n NAMES] [-p PREFIX] [-u] [-s] [DIR]\n");
+			"       fstool listcheck DIR N PASSES [BUFSIZE [PAUSE_US]]\n");
 	return 2;
 }
 
@@ -297,77 +293,6 @@ static int cmd_listcheck(int argc, char **argv)
 	return bad;
 }
 
-static int cmd_flood(int argc, char **argv)
-{
-	long iterations = 10, names = 1 << 20;
-	const char *prefix = "";
-	int mknod_unlink = 0, twice = 0, opt;
-	char path[4096], name[512];
-
-	optind = 2;
-	while ((opt = getopt(argc, argv, "i:n:p:us")) != -1) {
-		switch (opt) {
-		case 'i':
-			iterations = number(optarg);
-			break;
-		case 'n':
-			names = number(optarg);
-			break;
-		case 'p':
-			prefix = optarg;
-			break;
-		case 'u':
-			mknod_unlink = 1;
-			break;
-		case 's':
-			twice = 1;
-			break;
-		default:
-			return usage();
-		}
-	}
-	if (iterations < 0 || names < 0 || strlen(prefix) > 200 || argc - optind > 1)
-		return usage();
-	snprintf(path, sizeof(path), "%s/flood.XXXXXX", optind < argc ? argv[optind] : ".");
-	if (!mkdtemp(path)) {
-		fprintf(stderr, "fstool: mkdtemp %s: %s\n", path, strerror(errno));
-		return 2;
-	}
-	int dir = open(path, O_RDONLY | O_DIRECTORY);
-	if (dir < 0)
-		return 2;
-	printf("flood: in %s, %ld iterations of %ld names%s%s\n", path, iterations, names,
-	       mknod_unlink ? ", mknod+unlink" : ", access", twice ? ", twice" : "");
-	long long total = 0;
-	for (long it = 1; it <= iterations; it++) {
-		double t = now();
-		for (long i = 0; i < names; i++) {
-			snprintf(name, sizeof(name), "%s%08lx%08lx", prefix, it, i);
-			if (mknod_unlink) {
-				if (mknodat(dir, name, S_IFREG | 0644, 0) < 0 ||
-				    unlinkat(dir, name, 0) < 0) {
-					fprintf(stderr, "flood: %s: %s\n", name, strerror(errno));
-					return 1;
-				}
-			} else {
-				faccessat(dir, name, F_OK, 0);
-			}
-			if (twice)
-				faccessat(dir, name, F_OK, 0);
-		}
-		total += names;
-		printf("iteration %ld complete in %f seconds, total names %lld\n", it, now() - t,
-		       total);
-		fflush(stdout);
-	}
-	close(dir);
-	if (rmdir(path) < 0) {
-		fprintf(stderr, "flood: rmdir %s: %s\n", path, strerror(errno));
-		return 1;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -378,7 +303,5 @@ int main(int argc, char **argv)
 		return cmd_populate(argc, argv);
 	if (strcmp(argv[1], "listcheck") == 0)
 		return cmd_listcheck(argc, argv);
-	if (strcmp(argv[1], "flood") == 0)
-		return cmd_flood(argc, argv);
 	return usage();
 }

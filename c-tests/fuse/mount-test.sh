@@ -11,9 +11,9 @@
 #   3. make: seed 002's load (includes.mk: 50 empty include directories on the mount, 200
 #      compiles, make -j2; STEP=-E, preprocessing only, to stay short); udcfs's stats must show
 #      that the repeated misses were answered from the cache.
-#   4. flood: seed 000's flood on real paths in the mount (fstool flood: unique names, access and
-#      mknod+unlink); udcache's negative entries must stay within negative_cap per bucket, with
-#      evictions, and the nodes of unlinked files must be freed.
+#   4. flood: seed 000's flood on real paths in the mount (c-tests' dcache_stress -D: unique
+#      names, access, access twice, mknod+unlink); udcache's negative entries must stay within
+#      negative_cap per bucket, with evictions, and the nodes of unlinked files must be freed.
 #   5. listing: a directory of 20,000 entries listed (3 passes, small getdents buffers) while a
 #      second process creates and deletes files in it; every stable entry exactly once; with
 #      -o max_nodes=8000, the reaper keeps udcfs's nodes (open fds) bounded meanwhile.
@@ -48,8 +48,10 @@ pkg-config --exists fuse3 || skip "libfuse3 headers not installed (apt-get insta
 
 (cd "$ROOT" && cargo build --release --quiet -p udcache-ffi)
 make -s -C "$HERE" udcfs fstool
+make -s -C "$ROOT/c-tests" build/dcache_stress
 UDCFS=$HERE/udcfs
 FSTOOL=$HERE/fstool
+DCACHE_STRESS=$ROOT/c-tests/build/dcache_stress
 
 WORK=$(mktemp -d /tmp/udcfs-test.XXXXXX)
 chmod 755 "$WORK" # other users (test 2) must reach the mount
@@ -260,16 +262,22 @@ say "make -j2 ($COMPILES preprocessings, 50 -I dirs on the mount): $(elapsed "$t
 rm -rf "$WORK/build"
 
 # ---- 4. flood: seed 000's load ----
+# dcache_stress -D: the flood tool of seed 000 on real paths (c-tests/dcache_stress.c).
+flood() {
+	"$DCACHE_STRESS" -D "$MNT" "$@" >"$WORK/flood.out" 2>&1 ||
+		fail "flood: dcache_stress -D $* failed: $(tail -3 "$WORK/flood.out")"
+	grep '^iteration .* complete' "$WORK/flood.out" | sed 's/^/    /'
+}
 t=$(date +%s.%N)
 rss0=$(rss_kb)
-"$FSTOOL" flood -i 2 -n 40000 "$MNT" | sed 's/^/    /'
+flood -i 2 -n 40000
 s1=$(stats)
 rss1=$(rss_kb)
-"$FSTOOL" flood -i 2 -n 40000 -s "$MNT" | sed 's/^/    /'
+flood -i 2 -n 40000 -s
 s2=$(stats)
 rss2=$(rss_kb)
 nodes0=$(field "$s2" nodes)
-"$FSTOOL" flood -i 1 -n 5000 -u "$MNT" | sed 's/^/    /'
+flood -i 1 -n 5000 -u
 sleep 0.5 # the kernel's forgets of the unlinked files arrive asynchronously
 s3=$(stats)
 for s in "$s1" "$s2" "$s3"; do
@@ -280,7 +288,7 @@ evicted=$(($(field "$s3" negative_evictions) - $(field "$before" negative_evicti
 [ "$evicted" -gt 0 ] || fail "flood: 165,000 unique misses evicted no negative entry"
 nodes3=$(field "$s3" nodes)
 [ "$nodes3" -le $((nodes0 + 100)) ] || fail "flood: $nodes3 nodes after mknod+unlink of 5000 files (was $nodes0): unlinked files' nodes were not freed"
-say "flood: 165,000 unique names ($(elapsed "$t")): nr_negative $(field "$s1" nr_negative) / $(field "$s2" nr_negative) / $(field "$s3" nr_negative) <= $(field "$s3" negative_cap) x $(field "$s3" nr_buckets) buckets, $evicted evicted; nodes $nodes0 -> $nodes3; udcfs RSS $rss0 -> $rss1 -> $rss2 kB"
+say "flood (dcache_stress -D): 165,000 unique names ($(elapsed "$t")): nr_negative $(field "$s1" nr_negative) / $(field "$s2" nr_negative) / $(field "$s3" nr_negative) <= $(field "$s3" negative_cap) x $(field "$s3" nr_buckets) buckets, $evicted evicted; nodes $nodes0 -> $nodes3; udcfs RSS $rss0 -> $rss1 -> $rss2 kB"
 
 # ---- 5. listing a directory being modified ----
 t=$(date +%s.%N)
