@@ -11,6 +11,13 @@
  *       child process creates and deletes DIR/churn_* files; checks that every stable_* entry
  *       appears exactly once per pass and no churn_* entry twice, and that the child changed the
  *       directory during every pass. Kills and waits for only its own child.
+ *   fstool mix DIR NAMES SECONDS SEED
+ *       for SECONDS, random operations on DIR/n0 .. DIR/n<NAMES-1>: create, mkdir, symlink, link,
+ *       rename (plain, RENAME_NOREPLACE, RENAME_EXCHANGE), unlink, rmdir, lstat; errors such as
+ *       ENOENT or EEXIST are expected (several run at once on the same names). Prints counts.
+ *   fstool compare MOUNT BACKING NAMES
+ *       for each name n0 .. n<NAMES-1>: lstat through MOUNT and in BACKING must agree (exists,
+ *       type, inode number, link count).
  *
  * (Seed 000's flood on real paths is c-tests/dcache_stress -D DIR.)
  *
@@ -41,7 +48,9 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: fstool rename2 exchange|noreplace OLD NEW\n"
 			"       fstool populate DIR N\n"
-			"       fstool listcheck DIR N PASSES [BUFSIZE [PAUSE_US]]\n");
+			"       fstool listcheck DIR N PASSES [BUFSIZE [PAUSE_US]]\n"
+			"       fstool mix DIR NAMES SECONDS SEED\n"
+			"       fstool compare MOUNT BACKING NAMES\n");
 	return 2;
 }
 
@@ -293,6 +302,117 @@ static int cmd_listcheck(int argc, char **argv)
 	return bad;
 }
 
+/* SplitMix64: a small, good generator for test decisions. */
+static uint64_t next_random(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int cmd_mix(int argc, char **argv)
+{
+	long names, seconds, seed;
+	char a[32], b[32];
+	long ops = 0, ok = 0;
+
+	if (argc != 6 || (names = number(argv[3])) < 0 || (seconds = number(argv[4])) < 0 ||
+	    (seed = number(argv[5])) < 0)
+		return usage();
+	int dir = open(argv[2], O_RDONLY | O_DIRECTORY);
+	if (dir < 0) {
+		fprintf(stderr, "fstool: %s: %s\n", argv[2], strerror(errno));
+		return 2;
+	}
+	uint64_t rng = (uint64_t)seed;
+	double end = now() + (double)seconds;
+	while (now() < end) {
+		for (int i = 0; i < 64; i++, ops++) {
+			uint64_t r = next_random(&rng);
+			snprintf(a, sizeof(a), "n%llu", (unsigned long long)(r % (uint64_t)names));
+			snprintf(b, sizeof(b), "n%llu",
+				 (unsigned long long)((r >> 20) % (uint64_t)names));
+			struct stat st;
+			int fd, res;
+			switch ((r >> 40) % 12) {
+			case 0:
+			case 1:
+				fd = openat(dir, a, O_WRONLY | O_CREAT, 0644);
+				res = fd < 0 ? -1 : close(fd);
+				break;
+			case 2:
+				res = mkdirat(dir, a, 0755);
+				break;
+			case 3:
+				res = symlinkat(b, dir, a);
+				break;
+			case 4:
+				res = linkat(dir, a, dir, b, 0);
+				break;
+			case 5:
+				res = renameat(dir, a, dir, b);
+				break;
+			case 6:
+				res = renameat2(dir, a, dir, b, RENAME_NOREPLACE);
+				break;
+			case 7:
+				res = renameat2(dir, a, dir, b, RENAME_EXCHANGE);
+				break;
+			case 8:
+				res = unlinkat(dir, a, 0);
+				break;
+			case 9:
+				res = unlinkat(dir, a, AT_REMOVEDIR);
+				break;
+			default:
+				res = fstatat(dir, a, &st, AT_SYMLINK_NOFOLLOW);
+				break;
+			}
+			ok += res == 0;
+		}
+	}
+	close(dir);
+	printf("mix: %ld operations, %ld succeeded\n", ops, ok);
+	return 0;
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+	long names, bad = 0, present = 0;
+	char name[32];
+
+	if (argc != 5 || (names = number(argv[4])) < 0)
+		return usage();
+	int mnt = open(argv[2], O_RDONLY | O_DIRECTORY), back = open(argv[3], O_RDONLY | O_DIRECTORY);
+	if (mnt < 0 || back < 0) {
+		fprintf(stderr, "fstool: compare: %s\n", strerror(errno));
+		return 2;
+	}
+	for (long i = 0; i < names; i++) {
+		struct stat m, k;
+		snprintf(name, sizeof(name), "n%ld", i);
+		int rm = fstatat(mnt, name, &m, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : errno;
+		int rk = fstatat(back, name, &k, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : errno;
+		present += rk == 0;
+		if (rm != rk || (rm == 0 && ((m.st_mode & S_IFMT) != (k.st_mode & S_IFMT) ||
+					     m.st_ino != k.st_ino || m.st_nlink != k.st_nlink))) {
+			if (bad++ < 10)
+				fprintf(stderr,
+					"compare: %s: mount says %s (ino %llu, nlink %lu), backing %s "
+					"(ino %llu, nlink %lu)\n",
+					name, rm ? strerror(rm) : "exists",
+					rm ? 0ull : (unsigned long long)m.st_ino,
+					rm ? 0ul : (unsigned long)m.st_nlink,
+					rk ? strerror(rk) : "exists",
+					rk ? 0ull : (unsigned long long)k.st_ino,
+					rk ? 0ul : (unsigned long)k.st_nlink);
+		}
+	}
+	printf("compare: %ld names, %ld present, %ld differ\n", names, present, bad);
+	return bad != 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -303,5 +423,9 @@ int main(int argc, char **argv)
 		return cmd_populate(argc, argv);
 	if (strcmp(argv[1], "listcheck") == 0)
 		return cmd_listcheck(argc, argv);
+	if (strcmp(argv[1], "mix") == 0)
+		return cmd_mix(argc, argv);
+	if (strcmp(argv[1], "compare") == 0)
+		return cmd_compare(argc, argv);
 	return usage();
 }

@@ -8,16 +8,19 @@
 #      match its backing directory (inode numbers and times included).
 #   2. users (as root): the same with several users and groups (setpriv), on a mount with
 #      allow_other,default_permissions: permissions, sticky and setgid directories, ownership.
-#   3. make: seed 002's load (includes.mk: 50 empty include directories on the mount, 200
+#   3. concurrent: four processes race creates, mkdirs, symlinks, links, renames (plain,
+#      noreplace, exchange), unlinks, rmdirs and lookups on 32 shared names for 4 s; then every
+#      name must look the same through udcfs (answered by udcache) as in the backing directory.
+#   4. make: seed 002's load (includes.mk: 50 empty include directories on the mount, 200
 #      compiles, make -j2; STEP=-E, preprocessing only, to stay short); udcfs's stats must show
 #      that the repeated misses were answered from the cache.
-#   4. flood: seed 000's flood on real paths in the mount (c-tests' dcache_stress -D: unique
+#   5. flood: seed 000's flood on real paths in the mount (c-tests' dcache_stress -D: unique
 #      names, access, access twice, mknod+unlink); udcache's negative entries must stay within
 #      negative_cap per bucket, with evictions, and the nodes of unlinked files must be freed.
-#   5. listing: a directory of 20,000 entries listed (3 passes, small getdents buffers) while a
+#   6. listing: a directory of 20,000 entries listed (3 passes, small getdents buffers) while a
 #      second process creates and deletes files in it; every stable entry exactly once; with
 #      -o max_nodes=8000, the reaper keeps udcfs's nodes (open fds) bounded meanwhile.
-#   6. unmount: udcfs exits 0, prints its final statistics, and logged no forget that udcache
+#   7. unmount: udcfs exits 0, prints its final statistics, and logged no forget that udcache
 #      refused (the lookup counts it replied with and the kernel's forgets balanced).
 #
 # It always unmounts (trap), also on failure, and kills only the processes it started.
@@ -60,10 +63,14 @@ MNT=$WORK/mnt
 LOG=$WORK/udcfs.log
 mkdir "$SRC" "$MNT"
 UDCFS_PID=
+MIX_PIDS=()
 
 cleanup() {
 	local status=$?
 	set +e
+	for pid in "${MIX_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null && wait "$pid"
+	done
 	if grep -qs " $MNT fuse" /proc/mounts; then
 		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT"
 	fi
@@ -241,7 +248,28 @@ else
 	say "users: not run (needs root and setpriv)"
 fi
 
-# ---- 3. make: seed 002's load ----
+# ---- 3. concurrent changes ----
+t=$(date +%s.%N)
+mkdir "$MNT/mix"
+for seed in 1 2 3 4; do
+	"$FSTOOL" mix "$MNT/mix" 32 4 "$seed" >"$WORK/mix.$seed" &
+	MIX_PIDS+=($!)
+done
+for pid in "${MIX_PIDS[@]}"; do
+	wait "$pid" || fail "concurrent: an operations process failed"
+done
+MIX_PIDS=()
+"$FSTOOL" compare "$MNT/mix" "$SRC/mix" 32 >"$WORK/compare" ||
+	fail "concurrent: udcfs answers differ from the backing directory: $(cat "$WORK/compare")"
+snapshot "$SRC/mix" >"$WORK/snap.backing"
+snapshot "$MNT/mix" >"$WORK/snap.mount"
+diff -u "$WORK/snap.backing" "$WORK/snap.mount" ||
+	fail "concurrent: udcfs shows something other than its backing directory (diff above)"
+rm -rf "$MNT/mix"
+ops=$(awk '{ n += $2 } END { print n }' "$WORK"/mix.*)
+say "concurrent: 4 processes, $ops operations on 32 names: afterwards every name as the backing directory has it ($(cat "$WORK/compare")) ($(elapsed "$t"))"
+
+# ---- 4. make: seed 002's load ----
 COMPILES=${UDCFS_TEST_COMPILES:-200}
 t=$(date +%s.%N)
 mkdir "$MNT/inc" "$WORK/build"
@@ -261,7 +289,7 @@ say "make -j2 ($COMPILES preprocessings, 50 -I dirs on the mount): $(elapsed "$t
 [ "$negative" -gt $((COMPILES * 6000)) ] || fail "make: only $negative cached negative answers"
 rm -rf "$WORK/build"
 
-# ---- 4. flood: seed 000's load ----
+# ---- 5. flood: seed 000's load ----
 # dcache_stress -D: the flood tool of seed 000 on real paths (c-tests/dcache_stress.c).
 flood() {
 	"$DCACHE_STRESS" -D "$MNT" "$@" >"$WORK/flood.out" 2>&1 ||
@@ -290,7 +318,7 @@ nodes3=$(field "$s3" nodes)
 [ "$nodes3" -le $((nodes0 + 100)) ] || fail "flood: $nodes3 nodes after mknod+unlink of 5000 files (was $nodes0): unlinked files' nodes were not freed"
 say "flood (dcache_stress -D): 165,000 unique names ($(elapsed "$t")): nr_negative $(field "$s1" nr_negative) / $(field "$s2" nr_negative) / $(field "$s3" nr_negative) <= $(field "$s3" negative_cap) x $(field "$s3" nr_buckets) buckets, $evicted evicted; nodes $nodes0 -> $nodes3; udcfs RSS $rss0 -> $rss1 -> $rss2 kB"
 
-# ---- 5. listing a directory being modified ----
+# ---- 6. listing a directory being modified ----
 t=$(date +%s.%N)
 ENTRIES=${UDCFS_TEST_ENTRIES:-20000}
 mkdir "$MNT/big"
@@ -301,12 +329,13 @@ n=$(ls "$SRC/big" | wc -l)
 [ "$n" = "$ENTRIES" ] || fail "listing: the backing directory has $n entries after the churn, not $ENTRIES"
 s=$(stats)
 nodes=$(field "$s" nodes) reaped=$(field "$s" reaped)
-[ "$reaped" -gt 0 ] || fail "listing: $ENTRIES files made no node reaping (max_nodes=$MAX_NODES)"
+[ "$ENTRIES" -le "$MAX_NODES" ] || [ "$reaped" -gt 0 ] ||
+	fail "listing: $ENTRIES files made no node reaping (max_nodes=$MAX_NODES)"
 [ "$nodes" -le $((MAX_NODES + 1000)) ] || fail "listing: $nodes nodes live, over max_nodes=$MAX_NODES"
 rm -rf "$MNT/big"
 say "listing: $ENTRIES entries, 3 passes while another process created and deleted files: every stable entry exactly once; nodes $nodes (max_nodes $MAX_NODES, $reaped names dropped) ($(elapsed "$t"))"
 
-# ---- 6. unmount ----
+# ---- 7. unmount ----
 fusermount3 -u "$MNT"
 rc=0
 wait "$UDCFS_PID" || rc=$?
