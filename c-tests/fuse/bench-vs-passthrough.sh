@@ -21,7 +21,7 @@
 # runs of a load interleaved across the filesystems), the server's CPU time, its resident memory
 # after the load (VmRSS) and its peak (VmHWM), and errors (lines on find's stderr).
 #
-#   ROUNDS=3 FILES=100000 COMPILES=200 c-tests/fuse/bench-vs-passthrough.sh
+#   ROUNDS=3 FILES=100000 COMPILES=200 [LOADS="flood find15k"] c-tests/fuse/bench-vs-passthrough.sh
 set -euo pipefail
 export LC_ALL=C
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -110,7 +110,7 @@ run() { # run LOAD FS: one measurement
 }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-LOADS="make-E flood flood-s find15k find100k make-c"
+LOADS=${LOADS:-make-E flood flood-s find15k find100k make-c}
 FSS="direct udcfs udcfs-attr0 passthrough_ll"
 for load in $LOADS; do
 	rounds=$ROUNDS

@@ -9,6 +9,9 @@
  * (the position after it, which lseek on the directory accepts) plus COOKIE_BIAS, so its cookies
  * are never 0, DOT_OFF or DOTDOT_OFF (a backing d_off is at least 1).
  *
+ * Inode numbers. A listed entry carries the backing d_ino, which is what readdir shows; udcache
+ * only lists it. Nodeids come from lookups (readdirplus looks each entry up).
+ *
  * Verifier. A fill reports the backing directory's ctime (ns) as its verifier: any change to the
  * directory's entries moves it, so udcache drops pages filled before a change made behind
  * udcfs's back when it next fills that directory. Changes made through udcfs are announced by
