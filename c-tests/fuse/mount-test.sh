@@ -1,0 +1,348 @@
+#!/usr/bin/env bash
+# mount-test.sh: mounts udcfs over a temporary backing directory and checks it with real programs.
+# Run by scripts/test.sh (the README's test command) and CI.
+#
+#   1. tools: mkdir -p, touch, ln, ln -s, mv, cp -r, chmod, truncate, mkfifo, rm, rm -rf, rmdir,
+#      renameat2 (exchange, noreplace), ls -l, find, stat: the same script runs directly in the
+#      backing directory and through udcfs; the transcripts must match, and what udcfs shows must
+#      match its backing directory (inode numbers and times included).
+#   2. users (as root): the same with several users and groups (setpriv), on a mount with
+#      allow_other,default_permissions: permissions, sticky and setgid directories, ownership.
+#   3. concurrent: four processes race creates, mkdirs, symlinks, links, renames (plain,
+#      noreplace, exchange), unlinks, rmdirs and lookups on 32 shared names for 4 s; then every
+#      name must look the same through udcfs (answered by udcache) as in the backing directory.
+#   4. make: seed 002's load (includes.mk: 50 empty include directories on the mount, 200
+#      compiles, make -j2; STEP=-E, preprocessing only, to stay short); udcfs's stats must show
+#      that the repeated misses were answered from the cache.
+#   5. flood: seed 000's flood on real paths in the mount (c-tests' dcache_stress -D: unique
+#      names, access, access twice, mknod+unlink); udcache's negative entries must stay within
+#      negative_cap per bucket, with evictions, and the nodes of unlinked files must be freed.
+#   6. listing: a directory of 20,000 entries listed (3 passes, small getdents buffers) while a
+#      second process creates and deletes files in it; every stable entry exactly once; with
+#      -o max_nodes=8000, the reaper keeps udcfs's nodes (open fds) bounded meanwhile.
+#   7. unmount: udcfs exits 0, prints its final statistics, and logged no forget that udcache
+#      refused (the lookup counts it replied with and the kernel's forgets balanced).
+#
+# It always unmounts (trap), also on failure, and kills only the processes it started.
+# Where FUSE cannot be used (no fusermount3, libfuse3-dev, /dev/fuse, or mount permission), it
+# skips with a message, unless UDCFS_REQUIRE_MOUNT=1 (CI), where that is a failure.
+set -euo pipefail
+export LC_ALL=C
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+T0=$(date +%s.%N)
+
+say() { printf 'mount-test: %s\n' "$*"; }
+fail() { printf 'mount-test: FAIL: %s\n' "$*" >&2; exit 1; }
+skip() {
+	if [ "${UDCFS_REQUIRE_MOUNT:-0}" = 1 ]; then
+		fail "the mount tests cannot run here: $* (UDCFS_REQUIRE_MOUNT=1)"
+	fi
+	say "SKIP: $* -- the udcfs mount tests did NOT run"
+	exit 0
+}
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a }'; }
+
+command -v fusermount3 >/dev/null || skip "fusermount3 not installed (apt-get install fuse3)"
+pkg-config --exists fuse3 || skip "libfuse3 headers not installed (apt-get install libfuse3-dev)"
+[ -c /dev/fuse ] || skip "/dev/fuse does not exist"
+(exec 3<>/dev/fuse) 2>/dev/null || skip "/dev/fuse cannot be opened"
+
+(cd "$ROOT" && cargo build --release --quiet -p udcache-ffi)
+make -s -C "$HERE" udcfs fstool
+make -s -C "$ROOT/c-tests" build/dcache_stress
+UDCFS=$HERE/udcfs
+FSTOOL=$HERE/fstool
+DCACHE_STRESS=$ROOT/c-tests/build/dcache_stress
+
+WORK=$(mktemp -d /tmp/udcfs-test.XXXXXX)
+chmod 755 "$WORK" # other users (test 2) must reach the mount
+SRC=$WORK/src
+MNT=$WORK/mnt
+LOG=$WORK/udcfs.log
+mkdir "$SRC" "$MNT"
+UDCFS_PID=
+MIX_PIDS=()
+
+cleanup() {
+	local status=$?
+	set +e
+	for pid in "${MIX_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null && wait "$pid"
+	done
+	if grep -qs " $MNT fuse" /proc/mounts; then
+		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT"
+	fi
+	if [ -n "$UDCFS_PID" ] && kill -0 "$UDCFS_PID" 2>/dev/null; then
+		kill "$UDCFS_PID"
+		wait "$UDCFS_PID"
+	fi
+	if [ "$status" -ne 0 ] && [ -s "$LOG" ]; then
+		echo "--- udcfs log (last 20 lines):" >&2
+		tail -20 "$LOG" >&2
+	fi
+	rm -rf "$WORK"
+	exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- mount ----
+# max_nodes well under 20,000 so that the listing test makes the reaper work on every machine
+MAX_NODES=8000
+OPTS=stats,cache_buckets=8192,max_nodes=$MAX_NODES
+if [ "$(id -u)" = 0 ]; then
+	OPTS=$OPTS,allow_other,default_permissions
+fi
+"$UDCFS" -f -o "$OPTS" "$SRC" "$MNT" 2>"$LOG" &
+UDCFS_PID=$!
+for _ in $(seq 100); do
+	grep -qs " $MNT fuse" /proc/mounts && break
+	if ! kill -0 "$UDCFS_PID" 2>/dev/null; then
+		wait "$UDCFS_PID" || true
+		UDCFS_PID=
+		if grep -qiE 'fuse: mount failed|fuse: device not found|permission denied|operation not permitted' "$LOG"; then
+			skip "mounting is not allowed here: $(head -1 "$LOG")"
+		fi
+		fail "udcfs did not mount: $(cat "$LOG")"
+	fi
+	sleep 0.05
+done
+grep -qs " $MNT fuse" /proc/mounts || fail "udcfs did not mount within 5 s"
+say "mounted udcfs -o $OPTS"
+
+# The latest statistics line of udcfs (asks for one with SIGUSR1).
+stats() {
+	local n
+	n=$(grep -c '^udcfs-stats:' "$LOG" || true)
+	kill -USR1 "$UDCFS_PID"
+	for _ in $(seq 200); do
+		[ "$(grep -c '^udcfs-stats:' "$LOG" || true)" -gt "$n" ] && break
+		sleep 0.02
+	done
+	grep '^udcfs-stats:' "$LOG" | tail -1
+}
+field() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" <<<"$1"; }
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$UDCFS_PID/status"; }
+
+# ---- 1. tools ----
+# Each command's outcome on one line, with its output: what a user of the directory sees.
+step() {
+	local out rc=0
+	out=$("$@" 2>&1) || rc=$?
+	printf '%s => %s\n' "$*" "$([ $rc = 0 ] && echo ok || echo "exit $rc")"
+	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/    /'
+}
+tools_build() {
+	step mkdir -p a/b/c
+	step mkdir a
+	step touch a/f1 a/b/f2
+	step sh -c 'echo text > a/b/c/f3'
+	step ln a/b/c/f3 a/hard
+	step ln a/b/c/f3 a/hard
+	step ln -s ../f1 a/b/sym
+	step mv a/f1 a/b/c/f1m
+	step mv a/b/c a/c2
+	step mv a/c2 a/b/c/inside
+	step cp -r a copy
+	step chmod 751 a/c2
+	step rm a/hard
+	step mkfifo a/fifo
+	step truncate -s 100 a/b/f2
+	step touch -d '2020-02-02 02:02:02' a/b/f2
+	step sh -c 'echo more >> a/c2/f3'
+	step rm -rf copy/b
+	step rmdir a
+	step rm a/nope
+	step "$FSTOOL" rename2 exchange a/b a/c2
+	step "$FSTOOL" rename2 noreplace a/b/f2 a/c2/f2
+	step "$FSTOOL" rename2 noreplace a/b/f3 a/b/f3new
+	step "$FSTOOL" rename2 exchange a/nope a/b
+	step mkdir -p deep/1/2/3/4/5/6/7/8
+	step mv deep a/c2/
+	step cat a/b/f3new a/b/sym
+	step cmp -n 100 a/c2/f2 /dev/zero
+	step stat -c '%F %s %h %a' a a/b a/c2 a/fifo a/b/sym a/b/f3new a/c2/deep/1/2/3/4/5/6/7/8
+	step ls -lR --time-style=+ a copy
+	step sh -c 'find . | sort'
+	step find . -type f -name 'f*' -size -1k
+}
+tools_teardown() {
+	step rm -rf a copy
+	step ls -la --time-style=+
+}
+# What a directory holds, as stat sees it (inode numbers and modification times included).
+snapshot() { (cd "$1" && find . -printf '%y %m %n %U %G %s %i %T@ %p -> %l\n' | sort); }
+
+t=$(date +%s.%N)
+mkdir "$SRC/direct" "$MNT/viafs"
+(cd "$SRC/direct" && tools_build) >"$WORK/tools.direct"
+(cd "$MNT/viafs" && tools_build) >"$WORK/tools.viafs"
+diff -u "$WORK/tools.direct" "$WORK/tools.viafs" ||
+	fail "tools: the same commands behaved differently through udcfs (diff above)"
+snapshot "$SRC/viafs" >"$WORK/snap.backing"
+snapshot "$MNT/viafs" >"$WORK/snap.mount"
+diff -u "$WORK/snap.backing" "$WORK/snap.mount" ||
+	fail "tools: udcfs shows something other than its backing directory (diff above)"
+(cd "$SRC/direct" && tools_teardown) >"$WORK/teardown.direct"
+(cd "$MNT/viafs" && tools_teardown) >"$WORK/teardown.viafs"
+diff -u "$WORK/teardown.direct" "$WORK/teardown.viafs" ||
+	fail "tools: teardown differs (diff above)"
+[ -z "$(ls -A "$SRC/viafs")" ] || fail "tools: rm -rf through udcfs left files in the backing directory"
+say "tools: $(grep -c ' => ' "$WORK/tools.direct") commands, same results directly and through udcfs; $(wc -l <"$WORK/snap.mount") files as stat sees them, same as the backing directory ($(elapsed "$t"))"
+
+# ---- 2. users ----
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	t=$(date +%s.%N)
+	as() { # as UID GROUPS CMD...: CMD with that uid, gid = UID, and those groups
+		local uid=$1 groups=$2
+		shift 2
+		step setpriv --reuid="$uid" --regid="$uid" --groups="$groups" --inh-caps=-all -- "$@"
+	}
+	users_script() {
+		step mkdir T T/g T/priv
+		step chmod 1777 T
+		step chgrp 2000 T/g
+		step chmod 2775 T/g
+		step chmod 700 T/priv
+		step sh -c 'echo x > T/rootfile'
+		as 1000 1000,2000 touch T/u1
+		as 1000 1000,2000 mkdir T/u1d
+		as 1000 1000,2000 touch T/g/u1g
+		as 1000 1000,2000 mkdir T/g/u1gd
+		as 1000 1000,2000 ln -s u1 T/u1s
+		as 1000 1000,2000 mkfifo T/u1f
+		as 1000 1000,2000 touch T/priv/x
+		as 1000 1000,2000 sh -c 'echo y >> T/rootfile'
+		as 1000 1000,2000 chmod 640 T/u1
+		as 1000 1000,2000 chgrp 2000 T/u1
+		as 1000 1000,2000 chgrp 1001 T/u1
+		as 1000 1000,2000 ls T/priv
+		as 1001 1001 touch T/u2
+		as 1001 1001 rm -f T/u1
+		as 1001 1001 mv T/u1d T/u2d
+		as 1001 1001 touch T/g/u2g
+		as 1001 1001 cat T/u1
+		as 1001 1001 ln T/u1 T/u2link
+		as 1001 1001 chmod 777 T/u1
+		as 1001 1001 truncate -s 0 T/rootfile
+		as 1000 1000,2000 mv T/u1 T/g/moved
+		as 1000 1000,2000 rm T/u1s
+		as 1001 1001 rm T/u2
+		step sh -c 'find T -printf "%p %y %m %U %G\n" | sort'
+	}
+	mkdir "$SRC/udirect" "$MNT/uviafs"
+	(cd "$SRC/udirect" && users_script) >"$WORK/users.direct"
+	(cd "$MNT/uviafs" && users_script) >"$WORK/users.viafs"
+	diff -u "$WORK/users.direct" "$WORK/users.viafs" ||
+		fail "users: several users saw different results through udcfs (diff above)"
+	snapshot "$SRC/uviafs" >"$WORK/snap.backing"
+	snapshot "$MNT/uviafs" >"$WORK/snap.mount"
+	diff -u "$WORK/snap.backing" "$WORK/snap.mount" || fail "users: udcfs differs from its backing directory"
+	grep -q 'T/g/u1g f 2644 1000 2000\|T/g/u1g f 644 1000 2000' "$WORK/users.viafs" ||
+		fail "users: a file created by uid 1000 in a setgid directory is not 1000:2000"
+	rm -rf "$MNT/uviafs" "$SRC/udirect"
+	say "users: $(grep -c ' => ' "$WORK/users.viafs") commands as root, uid 1000 (groups 1000,2000) and uid 1001: same results as on the backing directory ($(elapsed "$t"))"
+else
+	say "users: not run (needs root and setpriv)"
+fi
+
+# ---- 3. concurrent changes ----
+t=$(date +%s.%N)
+mkdir "$MNT/mix"
+for seed in 1 2 3 4; do
+	"$FSTOOL" mix "$MNT/mix" 32 4 "$seed" >"$WORK/mix.$seed" &
+	MIX_PIDS+=($!)
+done
+for pid in "${MIX_PIDS[@]}"; do
+	wait "$pid" || fail "concurrent: an operations process failed"
+done
+MIX_PIDS=()
+"$FSTOOL" compare "$MNT/mix" "$SRC/mix" 32 >"$WORK/compare" ||
+	fail "concurrent: udcfs answers differ from the backing directory: $(cat "$WORK/compare")"
+snapshot "$SRC/mix" >"$WORK/snap.backing"
+snapshot "$MNT/mix" >"$WORK/snap.mount"
+diff -u "$WORK/snap.backing" "$WORK/snap.mount" ||
+	fail "concurrent: udcfs shows something other than its backing directory (diff above)"
+rm -rf "$MNT/mix"
+ops=$(awk '{ n += $2 } END { print n }' "$WORK"/mix.*)
+say "concurrent: 4 processes, $ops operations on 32 names: afterwards every name as the backing directory has it ($(cat "$WORK/compare")) ($(elapsed "$t"))"
+
+# ---- 4. make: seed 002's load ----
+COMPILES=${UDCFS_TEST_COMPILES:-200}
+t=$(date +%s.%N)
+mkdir "$MNT/inc" "$WORK/build"
+before=$(stats)
+(cd "$WORK/build" && make -s -f "$HERE/includes.mk" INC_PATH="$MNT/inc" STEP=-E \
+	NUM_COMPILES="$COMPILES" -j2)
+after=$(stats)
+[ "$(ls "$WORK/build/objs" | wc -l)" = "$COMPILES" ] || fail "make: not $COMPILES outputs"
+lookups=$(($(field "$after" lookups) - $(field "$before" lookups)))
+backend=$(($(field "$after" backend_lookups) - $(field "$before" backend_lookups)))
+negative=$(($(field "$after" cached_negative) - $(field "$before" cached_negative)))
+positive=$(($(field "$after" cached_positive) - $(field "$before" cached_positive)))
+say "make -j2 ($COMPILES preprocessings, 50 -I dirs on the mount): $(elapsed "$t"); lookups $lookups: $negative negative and $positive positive answered from the cache, $backend asked of the backing directory"
+# Each compile makes ~27,000 lookups (a third of them misses) of the same ~2,600 names.
+[ "$lookups" -gt $((COMPILES * 20000)) ] || fail "make: only $lookups lookups reached udcfs"
+[ $((backend * 20)) -lt "$lookups" ] || fail "make: $backend of $lookups lookups went to the backing directory (the repeated misses were not answered from the cache)"
+[ "$negative" -gt $((COMPILES * 6000)) ] || fail "make: only $negative cached negative answers"
+rm -rf "$WORK/build"
+
+# ---- 5. flood: seed 000's load ----
+# dcache_stress -D: the flood tool of seed 000 on real paths (c-tests/dcache_stress.c).
+flood() {
+	"$DCACHE_STRESS" -D "$MNT" "$@" >"$WORK/flood.out" 2>&1 ||
+		fail "flood: dcache_stress -D $* failed: $(tail -3 "$WORK/flood.out")"
+	grep '^iteration .* complete' "$WORK/flood.out" | sed 's/^/    /'
+}
+t=$(date +%s.%N)
+rss0=$(rss_kb)
+flood -i 2 -n 40000
+s1=$(stats)
+rss1=$(rss_kb)
+flood -i 2 -n 40000 -s
+s2=$(stats)
+rss2=$(rss_kb)
+nodes0=$(field "$s2" nodes)
+flood -i 1 -n 5000 -u
+sleep 0.5 # the kernel's forgets of the unlinked files arrive asynchronously
+s3=$(stats)
+for s in "$s1" "$s2" "$s3"; do
+	neg=$(field "$s" nr_negative) buckets=$(field "$s" nr_buckets) cap=$(field "$s" negative_cap)
+	[ "$neg" -le $((cap * buckets)) ] || fail "flood: $neg negative entries > $cap per bucket x $buckets buckets"
+done
+evicted=$(($(field "$s3" negative_evictions) - $(field "$before" negative_evictions)))
+[ "$evicted" -gt 0 ] || fail "flood: 165,000 unique misses evicted no negative entry"
+nodes3=$(field "$s3" nodes)
+[ "$nodes3" -le $((nodes0 + 100)) ] || fail "flood: $nodes3 nodes after mknod+unlink of 5000 files (was $nodes0): unlinked files' nodes were not freed"
+say "flood (dcache_stress -D): 165,000 unique names ($(elapsed "$t")): nr_negative $(field "$s1" nr_negative) / $(field "$s2" nr_negative) / $(field "$s3" nr_negative) <= $(field "$s3" negative_cap) x $(field "$s3" nr_buckets) buckets, $evicted evicted; nodes $nodes0 -> $nodes3; udcfs RSS $rss0 -> $rss1 -> $rss2 kB"
+
+# ---- 6. listing a directory being modified ----
+t=$(date +%s.%N)
+ENTRIES=${UDCFS_TEST_ENTRIES:-20000}
+mkdir "$MNT/big"
+"$FSTOOL" populate "$MNT/big" "$ENTRIES"
+"$FSTOOL" listcheck "$MNT/big" "$ENTRIES" 3 512 100 | sed 's/^/    /' ||
+	fail "listing: an entry was missed or listed twice, or nothing changed during a pass"
+n=$(ls "$SRC/big" | wc -l)
+[ "$n" = "$ENTRIES" ] || fail "listing: the backing directory has $n entries after the churn, not $ENTRIES"
+s=$(stats)
+nodes=$(field "$s" nodes) reaped=$(field "$s" reaped)
+[ "$ENTRIES" -le "$MAX_NODES" ] || [ "$reaped" -gt 0 ] ||
+	fail "listing: $ENTRIES files made no node reaping (max_nodes=$MAX_NODES)"
+[ "$nodes" -le $((MAX_NODES + 1000)) ] || fail "listing: $nodes nodes live, over max_nodes=$MAX_NODES"
+rm -rf "$MNT/big"
+say "listing: $ENTRIES entries, 3 passes while another process created and deleted files: every stable entry exactly once; nodes $nodes (max_nodes $MAX_NODES, $reaped names dropped) ($(elapsed "$t"))"
+
+# ---- 7. unmount ----
+fusermount3 -u "$MNT"
+rc=0
+wait "$UDCFS_PID" || rc=$?
+UDCFS_PID=
+[ "$rc" = 0 ] || fail "udcfs exited with status $rc"
+final=$(grep '^udcfs-stats: when=unmount' "$LOG") || fail "udcfs printed no statistics at unmount"
+# udcfs logs a forget udcache refused (more than it counted): lookup counts out of balance
+! grep -q '^udcfs: forget(' "$LOG" || fail "lookup counts out of balance: $(grep -m1 '^udcfs: forget(' "$LOG")"
+say "unmounted; final: $(sed 's/^udcfs-stats: when=unmount //' <<<"$final" | cut -d' ' -f1-12)"
+say "all passed ($(elapsed "$T0"))"
