@@ -390,7 +390,7 @@ impl Dcache {
         let changed = match policy {
             UnlinkPolicy::Negative => {
                 // A negative child: the directory must sweep it when it leaves (see `tree`).
-                if let Some(dir) = self.inode_arc(dentry.parent()).as_deref().and_then(Inode::dir) {
+                if let Some(dir) = self.inode(guard, dentry.parent()).and_then(Inode::dir) {
                     dir.note_negative();
                 }
                 dentry.make_negative()
