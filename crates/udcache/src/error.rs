@@ -49,12 +49,13 @@ impl Error {
     pub fn errno(&self) -> i32 {
         match self {
             Error::InvalidName(InvalidName::TooLong(_)) => libc::ENAMETOOLONG,
-            Error::InvalidName(_) | Error::BadForget { .. } => libc::EINVAL,
             Error::UnknownInode(_) => libc::ESTALE,
             Error::NotDirectory(_) => libc::ENOTDIR,
             Error::Exists => libc::EEXIST,
             Error::NotFound => libc::ENOENT,
-            Error::KindMismatch { .. } => libc::EIO,
+            Error::InvalidName(_) | Error::BadForget { .. } | Error::KindMismatch { .. } => {
+                libc::EINVAL
+            }
             Error::DirectoryAlias(_) => libc::EMLINK,
             Error::Backend(errno) => *errno,
             Error::Readdir(e) => e.errno(),
