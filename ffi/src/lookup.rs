@@ -130,7 +130,12 @@ pub unsafe extern "C" fn udc_resolve(
     ffi_call(|| -> CResult {
         // SAFETY: the caller's contract, as documented.
         let (cache, name, out) = unsafe { read_args(cache, parent, name, len, out) }?;
-        let resolved = cache.dcache.resolve(cache.callbacks(), parent, name).map_err(fail)?;
+        let resolved =
+            cache.dcache.resolve(cache.callbacks(), parent, name).map_err(|e| match e {
+                // The callback answered a type other than the cached inode's: its contract broken.
+                dcache::Error::KindMismatch { .. } => -libc::EIO,
+                e => fail(e),
+            })?;
         match resolved {
             Resolved::Found(spec) => {
                 out.write(udc_entry::of(spec));
