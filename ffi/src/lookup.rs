@@ -133,7 +133,7 @@ pub unsafe extern "C" fn udc_resolve(
         let resolved =
             cache.dcache.resolve(cache.callbacks(), parent, name).map_err(|e| match e {
                 // The callback answered a type other than the cached inode's: its contract broken.
-                dcache::Error::KindMismatch { .. } => -libc::EIO,
+                dcache::Error::KindMismatch { .. } => libc::EIO,
                 e => fail(e),
             })?;
         match resolved {
