@@ -57,6 +57,7 @@ use crate::recycle::InodeRef;
 use crate::rename::{RenameHold, RenameSeq};
 use crate::stats::{Events, Stats};
 use crate::sync::{Mutex, lock};
+use crate::tree::DirState;
 use crate::valid::{Reason, Timeouts, Validity};
 
 /// The root directory's inode number (FUSE's `FUSE_ROOT_ID`). Every cache starts with it.
@@ -242,6 +243,12 @@ impl Dcache {
         self.inodes.lookup(&guard, INODE_KEY_PARENT, &ino_key(ino))?.value().load_counted(&guard)
     }
 
+    /// The children and listing of cached directory `ino`, borrowed under `guard` with no
+    /// count taken (an inode is not recycled while a guard that saw it lives: `recycle.rs`).
+    pub(crate) fn dir_state<'g>(&'g self, guard: &'g Guard, ino: u64) -> Option<&'g DirState> {
+        self.inode(guard, ino)?.dir()
+    }
+
     /// Looks `name` up in directory `parent` without locks; a hit writes nothing shared but
     /// neghash's referenced bit (once). Counts no lookup (see [`Dcache::resolve`]). A dentry
     /// that is no longer trusted (expired, or negative in a changed directory: see
@@ -422,9 +429,7 @@ impl Dcache {
         self.name_linked((parent, name), &inode, &names);
         drop(dentry);
         drop(names);
-        if let Some(dir) = self.inode_arc(parent) {
-            self.note_added(&dir, name);
-        }
+        self.note_added(parent, name);
         match existing {
             None => {
                 let slot = Slot::positive(inode.clone());
@@ -510,7 +515,7 @@ impl Dcache {
 
     /// Notes in directory `parent` that it has (had) a negative child (see [`crate::tree`]).
     fn note_negative_child(&self, parent: u64) {
-        if let Some(dir) = self.inode_arc(parent).as_deref().and_then(Inode::dir) {
+        if let Some(dir) = self.dir_state(&epoch::pin(), parent) {
             dir.note_negative();
         }
     }

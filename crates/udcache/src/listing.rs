@@ -20,6 +20,7 @@
 
 use std::sync::Arc;
 
+use udcache_neghash::epoch;
 use udcache_readdir::{Backend, Batch, DirCache, Fill, FillError, Verifier};
 
 use crate::cache::Dcache;
@@ -141,9 +142,7 @@ impl Dcache {
     /// Whether `dir`'s complete listing says `name` does not exist (a trusted negative).
     pub(crate) fn listed_absent(&self, dir: u64, name: &[u8]) -> bool {
         let absent = self
-            .inode_arc(dir)
-            .as_deref()
-            .and_then(Inode::dir)
+            .dir_state(&epoch::pin(), dir)
             .and_then(|d| d.listing.get())
             .is_some_and(|l| l.lookup(name) == udcache_readdir::Lookup::Absent);
         if absent {
@@ -153,8 +152,8 @@ impl Dcache {
     }
 
     /// An `add` of `name` in `dir`: a creation if the complete listing lacked it.
-    pub(crate) fn note_added(&self, dir: &Inode, name: &[u8]) {
-        if let Some(l) = dir.dir().and_then(|d| d.listing.get())
+    pub(crate) fn note_added(&self, dir: u64, name: &[u8]) {
+        if let Some(l) = self.dir_state(&epoch::pin(), dir).and_then(|d| d.listing.get())
             && l.lookup(name) == udcache_readdir::Lookup::Absent
         {
             l.invalidate();
@@ -164,9 +163,7 @@ impl Dcache {
 
 /// Marks `dir`'s listing changed (if it has one).
 pub(crate) fn changed(cache: &Dcache, dir: u64, verifier: Option<u64>) {
-    if let Some(inode) = cache.inode_arc(dir)
-        && let Some(l) = inode.dir().and_then(|d| d.listing.get())
-    {
+    if let Some(l) = cache.dir_state(&epoch::pin(), dir).and_then(|d| d.listing.get()) {
         match verifier {
             Some(v) => l.set_verifier(Verifier(v)),
             None => l.invalidate(),

@@ -202,7 +202,7 @@ impl Dcache {
     /// parent's children map. The caller holds the name's stripe lock.
     pub(crate) fn name_linked(&self, (parent, name): (u64, &[u8]), inode: &Inode, _: &NameLock) {
         inode.add_alias(parent, name);
-        if let Some(dir) = self.inode_arc(parent).as_deref().and_then(Inode::dir) {
+        if let Some(dir) = self.dir_state(&epoch::pin(), parent) {
             lock(&dir.children).insert(name.into(), inode.spec());
         }
     }
@@ -211,7 +211,7 @@ impl Dcache {
     /// holds the name's stripe lock.
     pub(crate) fn name_unlinked(&self, (parent, name): (u64, &[u8]), inode: &Inode, _: &NameLock) {
         inode.remove_alias(parent, name);
-        if let Some(dir) = self.inode_arc(parent).as_deref().and_then(Inode::dir) {
+        if let Some(dir) = self.dir_state(&epoch::pin(), parent) {
             lock(&dir.children).remove(name);
         }
     }
