@@ -128,6 +128,7 @@ pub struct NegHash<V: Send + Sync + 'static> {
     config: Config,
     counters: Counters,
     /// Per bucket, hashes of recently evicted negatives (0: empty); under the bucket lock.
+    /// Empty without admission, which alone reads and writes them.
     ghosts: Box<[[AtomicU32; GHOSTS]]>,
 }
 
@@ -160,6 +161,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// An empty table.
     pub fn new(config: Config) -> Self {
         let n = config.buckets;
+        let ghosts = if config.admission { n } else { 0 };
         let shards = std::thread::available_parallelism().map_or(4, |p| p.get() * 4).min(n);
         NegHash {
             buckets: (0..n).map(|_| HListBl::new()).collect(),
@@ -167,7 +169,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             hasher: RandomState::new(),
             config,
             counters: Counters::new(),
-            ghosts: (0..n).map(|_| std::array::from_fn(|_| AtomicU32::new(0))).collect(),
+            ghosts: (0..ghosts).map(|_| std::array::from_fn(|_| AtomicU32::new(0))).collect(),
         }
     }
 
@@ -199,12 +201,14 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         &self.counters
     }
 
+    /// The ghost slot of an entry with `key`, and the hash it would hold there (never 0, the
+    /// empty slot).
     fn ghost_slot(&self, lock: &BucketLock<'_, V>, key: u64) -> (&AtomicU32, u32) {
-        let hash = (key >> 32) as u32 | 1; // never 0, the empty slot
+        let hash = (key >> 32) as u32 | 1;
         (&self.ghosts[lock.index][(hash >> 1) as usize % GHOSTS], hash)
     }
 
-    /// Records an evicted negative's hash in its bucket's ghost slots.
+    /// Records an evicted negative's hash in its bucket's ghost slot.
     pub(crate) fn remember_evicted(&self, lock: &BucketLock<'_, V>, entry: &Entry<V>) {
         let (slot, hash) = self.ghost_slot(lock, entry.key);
         // Relaxed: ghosts are read and written only under the bucket lock, which orders them.

@@ -10,13 +10,17 @@
 //! - **Lock.** [`HList`] is serialised by a lock the caller holds ([`HList::writer_unchecked`])
 //!   or by exclusive access ([`HList::get_mut`]). [`HListBl`] keeps its lock in bit 0 of the head
 //!   word ([`HListBl::lock`]): a locked bucket still costs one word. Either way writers hold an
-//!   [`HListWriter`]; it protects the head's pointer bits, every member's `next` and `linked`.
+//!   [`HListWriter`]; it protects the head's pointer bits and every member's `next`.
 //!   Readers take no lock, store nothing, and mask the lock bit off.
 //! - **Publish / retire.** As for [`List`](crate::List): Release stores of `next` and of the
 //!   head's pointer bits, Acquire loads by readers; a removed node keeps its `next`; the chain's
 //!   reference to a node is released after a grace period ([`Unlinked`]).
-//! - **Ownership.** `linked` is claimed with a compare-exchange, so a node cannot sit on two
-//!   chains through the same link.
+//! - **Ownership.** Bit 0 of a link's `next` is [`UNLINKED`]: set while the link is on no
+//!   chain (a new link, or one taken off: its pointer bits still lead readers on), clear while
+//!   it is a member. Inserting claims the link by clearing the bit with a compare-exchange, so
+//!   a node cannot sit on two chains through the same link; taking it off sets the bit with a
+//!   Release store. Readers mask the bit off, as they mask the head's lock bit: the flag costs
+//!   no word of its own, so a link is one word.
 //!
 //! # What a concurrent reader observes
 //!
@@ -43,27 +47,51 @@ use crate::Adapter;
 use crate::epoch::Guard;
 use crate::lock::{BIT_LOCK, bit_lock, bit_unlock};
 use crate::retire::{Refused, Unlinked, arc_of, check_guard, release_raw};
-use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::walk::step;
 
-/// The link a node embeds once per hash chain it can sit on (two words).
+/// Bit 0 of an [`HLink`]'s `next`: the link is on no chain (see the module rules).
+const UNLINKED: usize = 1;
+
+/// `next` with the [`UNLINKED`] bit set: what a link holds while it is on no chain.
+fn unlinked(next: *mut HLink) -> *mut HLink {
+    next.map_addr(|a| a | UNLINKED)
+}
+
+/// The pointer bits of a `next` word.
+fn pointer_of(next: *mut HLink) -> *mut HLink {
+    next.map_addr(|a| a & !UNLINKED)
+}
+
+/// The link a node embeds once per hash chain it can sit on (one word).
 pub struct HLink {
-    /// The following link; Release-stored by writers, Acquire-loaded by readers.
+    /// The following link, and in bit 0 [`UNLINKED`]; Release-stored by writers,
+    /// Acquire-loaded by readers.
     pub(crate) next: AtomicPtr<HLink>,
-    /// Whether the link is on a chain.
-    linked: AtomicBool,
 }
 
 impl HLink {
     /// A link on no chain.
     pub fn new() -> Self {
-        Self { next: AtomicPtr::new(ptr::null_mut()), linked: AtomicBool::new(false) }
+        Self { next: AtomicPtr::new(unlinked(ptr::null_mut())) }
     }
 
     /// Whether the link is on a chain now (a racy snapshot unless the caller holds that
     /// chain's writer lock).
     pub fn is_linked(&self) -> bool {
-        self.linked.load(Ordering::Relaxed)
+        self.next.load(Ordering::Relaxed).addr() & UNLINKED == 0
+    }
+
+    /// The following link, loaded with Acquire, its [`UNLINKED`] bit masked off.
+    #[inline(always)]
+    pub(crate) fn next_pointer(&self) -> *const HLink {
+        pointer_of(self.next.load(Ordering::Acquire))
+    }
+
+    /// Marks the link as on no chain, keeping its pointer bits for readers standing on it.
+    /// Release pairs with the Acquire of the claim that next puts it on a chain (`claim`).
+    fn mark_unlinked(&self, next: *const HLink) {
+        self.next.store(unlinked(next.cast_mut()), Ordering::Release);
     }
 }
 
@@ -113,8 +141,7 @@ impl<A: Adapter<Link = HLink>> Drop for RawHead<A> {
             // SAFETY: `&mut self`: no writer or reader of this chain remains; `cur` is a member.
             let l = unsafe { &*cur };
             let next = l.next.load(Ordering::Relaxed);
-            // Release pairs with the Acquire in the next chain's `claim`.
-            l.linked.store(false, Ordering::Release);
+            l.mark_unlinked(next);
             // SAFETY: `cur` is the chain's `Arc::into_raw` pointer; release deferred.
             unsafe { release_raw(A::value_ptr(cur)) };
             cur = next;
@@ -332,12 +359,24 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         // SAFETY: `value` is live (we hold its count).
         let link = unsafe { A::link_ptr(value) };
         // SAFETY: the link lives inside the live node.
-        let linked = &unsafe { &*link }.linked;
-        // Acquire pairs with the Release clear when the node left its previous chain.
-        match linked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed) {
-            Ok(_) => Ok(link),
-            // SAFETY: from `Arc::into_raw` above; we still own the count.
-            Err(_) => Err(Refused(unsafe { Arc::from_raw(value) })),
+        let next = &unsafe { &*link }.next;
+        let mut seen = next.load(Ordering::Relaxed);
+        loop {
+            if seen.addr() & UNLINKED == 0 {
+                // SAFETY: from `Arc::into_raw` above; we still own the count.
+                return Err(Refused(unsafe { Arc::from_raw(value) }));
+            }
+            // Acquire pairs with the Release of `mark_unlinked` when the node left its
+            // previous chain. The pointer bits stay until `link_at` stores the new successor.
+            match next.compare_exchange_weak(
+                seen,
+                pointer_of(seen),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(link),
+                Err(now) => seen = now,
+            }
         }
     }
 
@@ -356,10 +395,10 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         debug_assert!(!stored.is_null());
         // SAFETY: `stored` is a member (writer lock held).
         let l = unsafe { &*stored };
-        self.store(slot, l.next.load(Ordering::Relaxed));
-        debug_assert!(l.linked.load(Ordering::Relaxed), "member with a clear `linked`");
-        // Release pairs with the Acquire in the next chain's `claim`.
-        l.linked.store(false, Ordering::Release);
+        let next = l.next.load(Ordering::Relaxed);
+        debug_assert!(l.is_linked(), "member marked unlinked");
+        self.store(slot, next);
+        l.mark_unlinked(next);
         // SAFETY: `stored` is the chain's `Arc::into_raw` pointer (its provenance).
         unsafe { Unlinked::from_raw(A::value_ptr(stored)) }
     }
@@ -429,10 +468,10 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         // SAFETY: `stored` is a member; `link` is alive.
         let (o, n) = unsafe { (&*stored, &*link) };
         // Release: as in `link_at`.
-        n.next.store(o.next.load(Ordering::Relaxed), Ordering::Release);
+        let next = o.next.load(Ordering::Relaxed);
+        n.next.store(next, Ordering::Release);
         self.store(slot, link);
-        // Release pairs with the Acquire in the next chain's `claim`.
-        o.linked.store(false, Ordering::Release);
+        o.mark_unlinked(next);
         // SAFETY: `stored` is the chain's `Arc::into_raw` pointer.
         Ok(unsafe { Unlinked::from_raw(A::value_ptr(stored)) })
     }

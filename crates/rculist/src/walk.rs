@@ -41,6 +41,6 @@ impl Forward for crate::Link {
 impl Forward for crate::HLink {
     #[inline(always)]
     fn next_acquire(&self) -> *const Self {
-        self.next.load(Ordering::Acquire)
+        self.next_pointer()
     }
 }

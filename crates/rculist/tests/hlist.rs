@@ -3,7 +3,7 @@
 mod common;
 
 use common::{AAdapter, HAdapter, node, wait_released};
-use udcache_rculist::{HList, HListBl, List, epoch};
+use udcache_rculist::{HLink, HList, HListBl, List, epoch};
 
 fn values(chain: &HListBl<HAdapter>) -> Vec<u32> {
     let guard = epoch::pin();
@@ -14,6 +14,33 @@ fn values(chain: &HListBl<HAdapter>) -> Vec<u32> {
 fn heads_are_one_word() {
     assert_eq!(size_of::<HList<HAdapter>>(), size_of::<usize>());
     assert_eq!(size_of::<HListBl<HAdapter>>(), size_of::<usize>());
+    // The on-a-chain flag lives in bit 0 of `next`.
+    assert_eq!(size_of::<HLink>(), size_of::<usize>());
+}
+
+#[test]
+fn a_node_taken_off_joins_another_chain_once() {
+    let (a, b) = (HListBl::<HAdapter>::new(), HListBl::<HAdapter>::new());
+    let nodes: Vec<_> = (0..3).map(node).collect();
+    assert!(!nodes[1].h.is_linked());
+    for n in nodes.iter().rev() {
+        a.lock().push_front(n.clone()).unwrap();
+    }
+    assert!(nodes.iter().all(|n| n.h.is_linked()));
+    let guard = epoch::pin();
+    let mut reader = a.iter(&guard);
+    assert_eq!(reader.next().map(|n| n.v), Some(0));
+    drop(a.lock().remove(&nodes[1]).unwrap());
+    assert!(!nodes[1].h.is_linked());
+    // Claimed again: on `b` now, refused by `a` and `b` while there.
+    b.lock().push_front(nodes[1].clone()).unwrap();
+    assert!(nodes[1].h.is_linked());
+    assert!(a.lock().push_front(nodes[1].clone()).is_err());
+    assert!(b.lock().push_front(nodes[1].clone()).is_err());
+    // The reader that stood before it goes on along `b` (the documented cost of a move).
+    assert_eq!(reader.map(|n| n.v).collect::<Vec<_>>(), [1]);
+    assert_eq!(values(&a), [0, 2]);
+    assert_eq!(values(&b), [1]);
 }
 
 #[test]

@@ -103,12 +103,17 @@ impl std::fmt::Debug for SharedClock {
     }
 }
 
+/// The inode table's configuration: it holds no negatives, so it keeps no ghost slots.
+fn inode_table(config: udcache_neghash::Config) -> udcache_neghash::Config {
+    config.with_admission(false)
+}
+
 impl Config {
     /// A cache for about `entries` dentries (and as many inodes), negative cap per bucket 6.
     pub fn for_entries(entries: usize) -> Self {
         Config {
             names: udcache_neghash::Config::for_entries(entries),
-            inodes: udcache_neghash::Config::for_entries(entries),
+            inodes: inode_table(udcache_neghash::Config::for_entries(entries)),
             unlink: UnlinkPolicy::Negative,
             readdir_pages: NonZeroUsize::new(4096).expect("non-zero"),
             page_entries: NonZeroUsize::new(128).expect("non-zero"),
@@ -136,7 +141,7 @@ impl Config {
     pub fn with_buckets(mut self, buckets: usize) -> Self {
         let cap = self.names.cap();
         self.names = udcache_neghash::Config::with_buckets(buckets).with_negative_cap(cap);
-        self.inodes = udcache_neghash::Config::with_buckets(buckets);
+        self.inodes = inode_table(udcache_neghash::Config::with_buckets(buckets));
         self
     }
 
