@@ -36,7 +36,7 @@ use crate::entry::{ChainAdapter, Entry, NEGATIVE, ON_LRU, REFERENCED, UNHASHED, 
 use crate::lru::Lru;
 use crate::stats::{C, Counters, Stats};
 use crate::sync::{AtomicU32, Ordering};
-use crate::trim::{self, GHOSTS};
+use crate::trim;
 
 /// How a [`NegHash`] is sized and how hard it bounds negative entries.
 #[derive(Clone, Debug)]
@@ -127,9 +127,9 @@ pub struct NegHash<V: Send + Sync + 'static> {
     hasher: RandomState,
     config: Config,
     counters: Counters,
-    /// Per bucket, hashes of recently evicted negatives (0: empty); under the bucket lock.
+    /// Per bucket, the hash of the negative it last evicted (0: none); under the bucket lock.
     /// Empty without admission, which alone reads and writes them.
-    ghosts: Box<[[AtomicU32; GHOSTS]]>,
+    ghosts: Box<[AtomicU32]>,
 }
 
 /// What [`NegHash::bucket_shape`] reports of one entry.
@@ -169,7 +169,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             hasher: RandomState::new(),
             config,
             counters: Counters::new(),
-            ghosts: (0..ghosts).map(|_| std::array::from_fn(|_| AtomicU32::new(0))).collect(),
+            ghosts: (0..ghosts).map(|_| AtomicU32::new(0)).collect(),
         }
     }
 
@@ -201,11 +201,10 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         &self.counters
     }
 
-    /// The ghost slot of an entry with `key`, and the hash it would hold there (never 0, the
-    /// empty slot).
+    /// The ghost slot of `lock`'s bucket, and the hash an entry with `key` would leave there
+    /// (never 0, the empty slot).
     fn ghost_slot(&self, lock: &BucketLock<'_, V>, key: u64) -> (&AtomicU32, u32) {
-        let hash = (key >> 32) as u32 | 1;
-        (&self.ghosts[lock.index][(hash >> 1) as usize % GHOSTS], hash)
+        (&self.ghosts[lock.index], (key >> 32) as u32 | 1)
     }
 
     /// Records an evicted negative's hash in its bucket's ghost slot.

@@ -41,8 +41,8 @@
 //!
 //! A compile probes the same missing headers in every include directory, every time; a flood
 //! of unique names looks like it only between two compiles: both are unreferenced negatives
-//! then. To tell them apart each bucket keeps [`GHOSTS`] ghost slot holding the 32-bit hash
-//! of the negative it last evicted (a shadow entry, as Linux's page cache keeps for refaults).
+//! then. To tell them apart each bucket keeps a ghost slot holding the 32-bit hash of the
+//! negative it last evicted (a shadow entry, as Linux's page cache keeps for refaults).
 //! One slot is enough for the include-path load (`udcache-bench include-path`: every header
 //! probe still hits under a flood, as it did with four slots).
 //! A negative inserted whose hash is in a ghost slot is a *refault*: it is born with the
@@ -168,9 +168,6 @@ pub(crate) fn retrim<V: Send + Sync + 'static>(
 
 /// Rule 1 keeps at most this many settled, unreferenced negatives in a row.
 pub const MAX_RUN: usize = 3;
-
-/// Ghost slots per bucket (hashes of recently evicted negatives).
-pub const GHOSTS: usize = 1;
 
 /// Rule 2: evicts settled negatives of this bucket while there are more than the cap.
 pub(crate) fn enforce_cap<V: Send + Sync + 'static>(

@@ -15,7 +15,7 @@
 //! - **Publish / retire.** As for [`List`](crate::List): Release stores of `next` and of the
 //!   head's pointer bits, Acquire loads by readers; a removed node keeps its `next`; the chain's
 //!   reference to a node is released after a grace period ([`Unlinked`]).
-//! - **Ownership.** Bit 0 of a link's `next` is [`UNLINKED`]: set while the link is on no
+//! - **Ownership.** Bit 0 of a link's `next` is `UNLINKED`: set while the link is on no
 //!   chain (a new link, or one taken off: its pointer bits still lead readers on), clear while
 //!   it is a member. Inserting claims the link by clearing the bit with a compare-exchange, so
 //!   a node cannot sit on two chains through the same link; taking it off sets the bit with a
