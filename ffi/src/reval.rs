@@ -316,14 +316,54 @@ pub unsafe extern "C" fn udc_access(
     cred: *const udc_cred,
     mask: u32,
 ) -> c_int {
+    // SAFETY: the caller's contract, as documented.
+    unsafe { check_access(cache, (ino, cred, mask), true) }
+}
+
+/// The cached answer to `udc_access`, without asking the callback.
+///
+/// Returns `UDC_ACCESS_ALLOWED`, `UDC_ACCESS_DENIED`, `UDC_MISS` (no trusted result for this
+/// credential), or the argument errors of `udc_access`.
+///
+/// # Safety
+///
+/// As `udc_access`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udc_cached_access(
+    cache: *mut udc_cache,
+    ino: u64,
+    cred: *const udc_cred,
+    mask: u32,
+) -> c_int {
+    // SAFETY: the caller's contract, as documented.
+    unsafe { check_access(cache, (ino, cred, mask), false) }
+}
+
+/// The body of `udc_access` (`ask`: the callback on a miss) and `udc_cached_access`.
+///
+/// # Safety
+///
+/// `cache` must be a live handle; `cred` NULL or a `udc_cred`.
+unsafe fn check_access(
+    cache: *mut udc_cache,
+    (ino, cred, mask): (u64, *const udc_cred, u32),
+    ask: bool,
+) -> c_int {
     ffi_call(|| -> CResult {
         // SAFETY: the caller's contract, as documented.
         let (cache, (c, cred), mask) = unsafe { access_args(cache, cred, mask) }?;
-        let fs = AsCaller { backend: cache.callbacks(), cred: Some(c) };
-        match cache.dcache.access(&fs, ino, &cred, mask).map_err(fail_fs)? {
-            true => Ok(0),
-            false => Err(libc::EACCES),
+        if ask {
+            let fs = AsCaller { backend: cache.callbacks(), cred: Some(c) };
+            return match cache.dcache.access(&fs, ino, &cred, mask).map_err(fail_fs)? {
+                true => Ok(0),
+                false => Err(libc::EACCES),
+            };
         }
+        Ok(match cache.dcache.cached_access(ino, &cred, mask).map_err(fail)? {
+            Some(true) => UDC_ACCESS_ALLOWED,
+            Some(false) => UDC_ACCESS_DENIED,
+            None => UDC_MISS,
+        })
     })
 }
 
@@ -342,32 +382,6 @@ unsafe fn access_args<'a>(
     // SAFETY: NULL or a udc_cred (the caller's contract), checked.
     let cred = unsafe { cred_arg(cred) }?;
     Ok((cache, cred, mask_arg(mask)?))
-}
-
-/// The cached answer to `udc_access`, without asking the callback.
-///
-/// Returns `UDC_ACCESS_ALLOWED`, `UDC_ACCESS_DENIED`, `UDC_MISS` (no trusted result for this
-/// credential), or the argument errors of `udc_access`.
-///
-/// # Safety
-///
-/// As `udc_access`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn udc_cached_access(
-    cache: *mut udc_cache,
-    ino: u64,
-    cred: *const udc_cred,
-    mask: u32,
-) -> c_int {
-    ffi_call(|| -> CResult {
-        // SAFETY: the caller's contract, as documented.
-        let (cache, (_, cred), mask) = unsafe { access_args(cache, cred, mask) }?;
-        Ok(match cache.dcache.cached_access(ino, &cred, mask).map_err(fail)? {
-            Some(true) => UDC_ACCESS_ALLOWED,
-            Some(false) => UDC_ACCESS_DENIED,
-            None => UDC_MISS,
-        })
-    })
 }
 
 /// For a filesystem that computes rights itself instead of through the access callback: marks
