@@ -1,5 +1,6 @@
 /* api_test.c -- every function of udcache.h, and every bad input: NULL pointers, unknown
- * inodes, names with '/' or NUL, empty names, names over 255 bytes, cookies never issued. Each
+ * inodes, names with '/' or NUL, empty names, names over 255 bytes, cookies never issued, bad
+ * credentials and access masks. Each
  * refused call must return its errno and change nothing, which a follow-up check verifies. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -203,6 +204,15 @@ static void test_handles(void) {
         CHECK_EQ(udc_stats_get(h, &(udc_stats){.size = sizeof(udc_stats)}), err);
         CHECK_EQ(udc_stats_format(h, text, sizeof text), err);
         CHECK_EQ(udc_set_ops(h, &ops), err);
+        udc_cred cred = {.size = sizeof cred};
+        uint64_t stamp = 0;
+        CHECK_EQ(udc_set_entry_timeout(h, 1, S("a"), 0), err);
+        CHECK_EQ(udc_walk_as(h, 1, S("a"), &cred, &w), err);
+        CHECK_EQ(udc_access(h, 1, &cred, UDC_MAY_READ), err);
+        CHECK_EQ(udc_cached_access(h, 1, &cred, UDC_MAY_READ), err);
+        CHECK_EQ(udc_access_stamp(h, 1, &stamp), err);
+        CHECK_EQ(udc_store_access(h, 1, &cred, UDC_MAY_READ, stamp), err);
+        CHECK_EQ(udc_acl_changed(h, 1), err);
         udc_cache_destroy(h); /* ignored: NULL, or no magic word */
     }
     for (size_t i = 0; i < sizeof garbage / sizeof garbage[0]; i++)
@@ -860,6 +870,379 @@ static void test_unlink_negatives_go_with_their_directory(void) {
     udc_cache_destroy(c);
 }
 
+/* ---- revalidation and the access cache ---------------------------------------------------- */
+
+/* The revalidate callback's behaviour, set by the test before each step. */
+enum { RV_VALID, RV_INVALID, RV_BLOCK_THEN_VALID, RV_GARBAGE };
+
+typedef struct {
+    int mode;             /* RV_* */
+    uint64_t ttl;         /* *ttl_ns on a VALID answer (UDC_TTL_CONFIGURED: left alone) */
+    int reval_calls, reval_blocking, lookup_calls, access_calls;
+    int ttl_preset_ok;    /* revalidate calls that found *ttl_ns at UDC_TTL_CONFIGURED */
+    udc_cached last;      /* what the last revalidate call was told */
+    int alice_rights;     /* what the access callback grants uid 1000 on inodes other than 1 */
+    int access_reply;     /* if non-zero: returned by the access callback as is */
+    int groups_seen;      /* the groups of the last access call, summed */
+} rv_state;
+
+static int rv_revalidate(void *ctx, uint64_t parent, const char *name, size_t len,
+                         const udc_cached *cached, int may_block, uint64_t *ttl_ns) {
+    rv_state *fs = ctx;
+    (void)parent, (void)name, (void)len;
+    fs->reval_calls++;
+    fs->reval_blocking += may_block != 0;
+    fs->ttl_preset_ok += *ttl_ns == UDC_TTL_CONFIGURED && cached->size >= sizeof *cached;
+    fs->last = *cached;
+    switch (fs->mode) {
+    case RV_INVALID:
+        return UDC_REVAL_INVALID;
+    case RV_GARBAGE:
+        return 77; /* anything else is INVALID */
+    case RV_BLOCK_THEN_VALID:
+        if (!may_block)
+            return UDC_REVAL_NEEDS_BLOCK;
+        /* fall through */
+    default:
+        if (fs->ttl != UDC_TTL_CONFIGURED)
+            *ttl_ns = fs->ttl;
+        return UDC_REVAL_VALID;
+    }
+}
+
+/* Directory "d" (2) with "f" (3) in it; anything else does not exist. */
+static int rv_lookup(void *ctx, uint64_t parent, const char *name, size_t len, udc_entry *out) {
+    rv_state *fs = ctx;
+    fs->lookup_calls++;
+    if (parent == UDC_ROOT_INO && len == 1 && name[0] == 'd') {
+        *out = ent(2, UDC_TYPE_DIR, 0);
+        return 1;
+    }
+    if (parent == 2 && len == 1 && name[0] == 'f') {
+        *out = ent(3, UDC_TYPE_REG, 0);
+        return 1;
+    }
+    return 0;
+}
+
+static int rv_access(void *ctx, uint64_t ino, const udc_cred *cred) {
+    rv_state *fs = ctx;
+    fs->access_calls++;
+    fs->groups_seen = 0;
+    for (size_t i = 0; i < cred->ngroups; i++)
+        fs->groups_seen += (int)cred->groups[i];
+    if (fs->access_reply)
+        return fs->access_reply;
+    if (cred->uid == 0 || ino == UDC_ROOT_INO)
+        return UDC_MAY_READ | UDC_MAY_WRITE | UDC_MAY_EXEC;
+    return cred->uid == 1000 ? fs->alice_rights : 0;
+}
+
+static udc_cache *rv_cache(rv_state *fs, uint64_t entry_ns, uint64_t negative_ns) {
+    udc_config cfg;
+    udc_config_init(&cfg);
+    cfg.expected_entries = 256;
+    cfg.entry_timeout_ns = entry_ns;
+    cfg.negative_timeout_ns = negative_ns;
+    udc_cache *c = NULL;
+    CHECK_EQ(udc_cache_new(&cfg, &c), 0);
+    udc_ops ops = {.size = sizeof ops, .lookup = rv_lookup, .revalidate = rv_revalidate,
+                   .access = rv_access, .ctx = fs};
+    CHECK_EQ(udc_set_ops(c, &ops), 0);
+    udc_entry d = ent(2, UDC_TYPE_DIR, 0), f = ent(3, UDC_TYPE_REG, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d"), &d), 0);
+    CHECK_EQ(udc_add(c, 2, S("f"), &f), 0);
+    return c;
+}
+
+/* udc_walk_as's kind (or error) for `path`; *w filled. */
+static int walk_as(udc_cache *c, const char *path, const udc_cred *cred, udc_walk_result *w) {
+    *w = (udc_walk_result){.size = sizeof *w};
+    return udc_walk_as(c, UDC_ROOT_INO, path, strlen(path), cred, w);
+}
+
+static int plain_walk(udc_cache *c, const char *path) {
+    udc_walk_result w = {.size = sizeof w};
+    return udc_walk(c, UDC_ROOT_INO, path, strlen(path), &w);
+}
+
+static void test_revalidate(void) {
+    rv_state fs = {.mode = RV_VALID, .ttl = 0};
+    udc_cache *c = rv_cache(&fs, UDC_TTL_FOREVER, UDC_TTL_FOREVER);
+    udc_walk_result w;
+    udc_entry out;
+    udc_stats s = {.size = sizeof s};
+
+    /* Trusted forever: no revalidation. */
+    CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_FOUND);
+    CHECK_EQ(w.entry.ino, 3);
+    CHECK_EQ(fs.reval_calls, 0);
+
+    /* ttl 0: every use revalidates, lockless, and the callback says VALID with ttl 0 again. */
+    CHECK_EQ(udc_set_entry_timeout(c, UDC_ROOT_INO, S("d"), 0), 0);
+    CHECK_EQ(plain_walk(c, "d/f"), UDC_WALK_MISS); /* udc_walk trusts no expired name */
+    CHECK_EQ(look(c, UDC_ROOT_INO, "d", NULL), UDC_MISS);
+    for (int i = 1; i <= 3; i++) {
+        CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_FOUND);
+        CHECK_EQ(w.entry.ino, 3);
+        CHECK_EQ(fs.reval_calls, i);
+    }
+    CHECK_EQ(fs.reval_blocking, 0);
+    CHECK_EQ(fs.ttl_preset_ok, 3);
+    CHECK_EQ(fs.last.negative, 0);
+    CHECK_EQ(fs.last.expired, 1);
+    CHECK_EQ(fs.last.dir_changed, 0);
+    CHECK_EQ(fs.last.entry.ino, 2);
+    CHECK_EQ(fs.last.entry.type, UDC_TYPE_DIR);
+    /* Left at UDC_TTL_CONFIGURED: the configured timeout (forever) from then on. */
+    fs.ttl = UDC_TTL_CONFIGURED;
+    CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_FOUND);
+    CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_FOUND);
+    CHECK_EQ(fs.reval_calls, 4);
+    CHECK_EQ(plain_walk(c, "d/f"), UDC_WALK_FOUND);
+
+    /* NEEDS_BLOCK: asked again with may_block 1 on this thread; VALID for ever then. */
+    fs.mode = RV_BLOCK_THEN_VALID;
+    fs.ttl = UDC_TTL_FOREVER;
+    CHECK_EQ(udc_set_entry_timeout(c, 2, S("f"), 0), 0);
+    CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_FOUND);
+    CHECK_EQ(fs.reval_calls, 6);
+    CHECK_EQ(fs.reval_blocking, 1);
+    CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_FOUND);
+    CHECK_EQ(fs.reval_calls, 6);
+    CHECK_EQ(udc_stats_get(c, &s), 0);
+    CHECK_EQ(s.fallback_needs_block, 1);
+    CHECK_EQ(s.revalidations, 6);
+    /* ...but a blocking answer of ttl 0 never makes the name trusted by a lockless walk. */
+    fs.ttl = 0;
+    CHECK_EQ(udc_set_entry_timeout(c, 2, S("f"), 0), 0);
+    CHECK_EQ(walk_as(c, "d/f", NULL, &w), -EAGAIN);
+    CHECK_EQ(udc_resolve(c, 2, S("f"), &out), UDC_POSITIVE); /* udc_resolve revalidates and answers */
+    CHECK_EQ(out.ino, 3);
+    CHECK_EQ(udc_forget(c, 3, 1), 0);
+
+    /* INVALID (and any other answer): the name is dropped; the walk reports the miss. */
+    fs.mode = RV_INVALID;
+    int lookups = fs.lookup_calls;
+    CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_MISS);
+    CHECK_EQ(w.parent, 2);
+    CHECK_EQ(w.offset, 2);
+    CHECK_EQ(look(c, 2, "f", NULL), UDC_MISS);
+    CHECK_EQ(udc_resolve(c, 2, S("f"), &out), UDC_POSITIVE); /* looked up again */
+    CHECK_EQ(fs.lookup_calls, lookups + 1);
+    fs.mode = RV_GARBAGE;
+    CHECK_EQ(udc_set_entry_timeout(c, 2, S("f"), 0), 0);
+    CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_MISS);
+    CHECK_EQ(look(c, 2, "f", NULL), UDC_MISS);
+    CHECK_EQ(udc_resolve(c, 2, S("f"), &out), UDC_POSITIVE);
+    forget_checking_lookups(c, 3, 3); /* add, and three resolves, less one forget */
+    CHECK_EQ(udc_resolve(c, 2, S("f"), &out), UDC_POSITIVE);
+
+    /* A directory change makes its negatives untrusted: never returned without asking. */
+    fs.mode = RV_VALID;
+    fs.ttl = UDC_TTL_CONFIGURED;
+    CHECK_EQ(udc_add_negative(c, 2, S("neg")), 0);
+    int calls = fs.reval_calls;
+    CHECK_EQ(walk_as(c, "d/neg", NULL, &w), UDC_WALK_NEGATIVE);
+    CHECK_EQ(fs.reval_calls, calls);
+    CHECK_EQ(udc_dir_changed(c, 2, 0), 0);
+    CHECK_EQ(look(c, 2, "neg", NULL), UDC_MISS);
+    CHECK_EQ(plain_walk(c, "d/neg"), UDC_WALK_MISS);
+    CHECK_EQ(walk_as(c, "d/neg", NULL, &w), UDC_WALK_NEGATIVE); /* asked: still absent */
+    CHECK_EQ(fs.reval_calls, calls + 1);
+    CHECK_EQ(fs.last.negative, 1);
+    CHECK_EQ(fs.last.dir_changed, 1);
+    CHECK_EQ(fs.last.expired, 0);
+    CHECK_EQ(fs.last.entry.ino, 0);
+    CHECK_EQ(look(c, 2, "neg", NULL), UDC_NEGATIVE); /* refreshed */
+    CHECK_EQ(udc_dir_changed(c, 2, 0), 0);
+    fs.mode = RV_INVALID; /* through udc_resolve: revalidated blocking, dropped, looked up */
+    lookups = fs.lookup_calls;
+    int blocking = fs.reval_blocking;
+    CHECK_EQ(udc_resolve(c, 2, S("neg"), &out), UDC_NEGATIVE);
+    CHECK_EQ(fs.reval_blocking, blocking + 1);
+    CHECK_EQ(fs.lookup_calls, lookups + 1);
+    CHECK_EQ(udc_stats_get(c, &s), 0);
+    CHECK(s.fallback_expired >= 2); /* the INVALID answers' walks */
+
+    /* udc_set_entry_timeout's refusals change nothing. */
+    size_t n;
+    const bad_name *b = bad_names(&n);
+    for (size_t i = 0; i < n; i++)
+        CHECK_EQ(udc_set_entry_timeout(c, 2, b[i].name, b[i].len, 0), b[i].err);
+    CHECK_EQ(udc_set_entry_timeout(c, 999, S("f"), 0), -ESTALE);
+    CHECK_EQ(udc_set_entry_timeout(c, 3, S("f"), 0), -ENOTDIR);
+    CHECK_EQ(udc_set_entry_timeout(c, 2, S("nothing"), 0), -ENOENT);
+    CHECK_EQ(look(c, 2, "f", NULL), UDC_POSITIVE); /* still trusted */
+    CHECK_EQ(look(c, 2, "nothing", NULL), UDC_MISS);
+    udc_cache_destroy(c);
+
+    /* Configured timeouts of 0 with no revalidate callback (the default: block, then compare a
+     * fresh lookup): udc_resolve works, udc_walk_as cannot trust the name (documented). */
+    udc_config cfg;
+    udc_config_init(&cfg);
+    CHECK_EQ(cfg.entry_timeout_ns, UINT64_MAX);
+    CHECK_EQ(cfg.negative_timeout_ns, UINT64_MAX);
+    CHECK_EQ(cfg.access_timeout_ns, UINT64_MAX);
+    cfg.entry_timeout_ns = 0;
+    CHECK_EQ(udc_cache_new(&cfg, &c), 0);
+    rv_state plain = {0};
+    udc_ops ops = {.size = sizeof ops, .lookup = rv_lookup, .ctx = &plain};
+    CHECK_EQ(udc_set_ops(c, &ops), 0);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("d"), &out), UDC_POSITIVE);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("d"), &out), UDC_POSITIVE); /* revalidated */
+    CHECK_EQ(plain.lookup_calls, 2);
+    CHECK_EQ(walk_as(c, "d", NULL, &w), -EAGAIN);
+    CHECK_EQ(udc_stats_get(c, &s), 0);
+    CHECK(s.revalidations >= 2 && s.fallback_needs_block >= 1);
+    udc_cache_destroy(c);
+}
+
+static void test_access(void) {
+    rv_state fs = {.mode = RV_VALID, .ttl = UDC_TTL_CONFIGURED, .alice_rights = 5};
+    udc_cache *c = rv_cache(&fs, UDC_TTL_FOREVER, UDC_TTL_FOREVER);
+    const uint32_t groups[] = {4, 27};
+    const udc_cred alice = {.size = sizeof alice, .uid = 1000, .gid = 1000, .groups = groups,
+                            .ngroups = 2};
+    const udc_cred bob = {.size = sizeof bob, .uid = 1001, .gid = 1001};
+    udc_attr a = {.mode = 040755, .nlink = 2, .uid = 1000, .gid = 1000};
+    CHECK_EQ(udc_setattr(c, 2, &a, UINT64_MAX), 0);
+
+    /* A miss asks the callback (with the caller's groups); the answer is kept. */
+    CHECK_EQ(udc_cached_access(c, 2, &alice, UDC_MAY_READ), UDC_MISS);
+    CHECK_EQ(udc_access(c, 2, &alice, UDC_MAY_READ), 0);
+    CHECK_EQ(fs.access_calls, 1);
+    CHECK_EQ(fs.groups_seen, 31);
+    CHECK_EQ(udc_access(c, 2, &alice, UDC_MAY_WRITE), -EACCES);
+    CHECK_EQ(udc_access(c, 2, &alice, UDC_MAY_READ | UDC_MAY_EXEC), 0);
+    CHECK_EQ(udc_access(c, 2, &alice, 0), 0); /* F_OK */
+    CHECK_EQ(fs.access_calls, 1);
+    CHECK_EQ(udc_cached_access(c, 2, &alice, UDC_MAY_READ), UDC_ACCESS_ALLOWED);
+    CHECK_EQ(udc_cached_access(c, 2, &alice, UDC_MAY_WRITE | UDC_MAY_READ), UDC_ACCESS_DENIED);
+    CHECK_EQ(udc_cached_access(c, 2, &bob, UDC_MAY_READ), UDC_MISS);
+    udc_cred alice_fewer = alice; /* other groups: another credential */
+    alice_fewer.ngroups = 1;
+    CHECK_EQ(udc_cached_access(c, 2, &alice_fewer, UDC_MAY_READ), UDC_MISS);
+
+    /* A mode change revokes: the old answer is never returned after it. */
+    fs.alice_rights = 0;
+    a.size = 1; /* a size change alone revokes nothing */
+    CHECK_EQ(udc_setattr(c, 2, &a, UINT64_MAX), 0);
+    CHECK_EQ(udc_cached_access(c, 2, &alice, UDC_MAY_READ), UDC_ACCESS_ALLOWED);
+    a.mode = 040700;
+    CHECK_EQ(udc_setattr(c, 2, &a, UINT64_MAX), 0);
+    CHECK_EQ(udc_cached_access(c, 2, &alice, UDC_MAY_READ), UDC_MISS);
+    CHECK_EQ(udc_access(c, 2, &alice, UDC_MAY_READ), -EACCES);
+    CHECK_EQ(fs.access_calls, 2);
+    /* So does an ACL change. */
+    fs.alice_rights = 7;
+    CHECK_EQ(udc_acl_changed(c, 2), 0);
+    CHECK_EQ(udc_cached_access(c, 2, &alice, UDC_MAY_READ), UDC_MISS);
+    CHECK_EQ(udc_access(c, 2, &alice, UDC_MAY_WRITE), 0);
+    CHECK_EQ(fs.access_calls, 3);
+
+    /* udc_walk_as with a credential: DENIED where search is refused. */
+    fs.alice_rights = UDC_MAY_READ | UDC_MAY_WRITE;
+    CHECK_EQ(udc_acl_changed(c, 2), 0);
+    udc_walk_result w;
+    CHECK_EQ(walk_as(c, "d/f", &alice, &w), UDC_WALK_DENIED);
+    CHECK_EQ(w.parent, 2);
+    CHECK_EQ(w.offset, 2);
+    CHECK_EQ(walk_as(c, "d", &alice, &w), UDC_WALK_FOUND); /* searching the root is allowed */
+    CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_FOUND); /* no credential: no checks */
+    fs.alice_rights = UDC_MAY_EXEC;
+    CHECK_EQ(udc_acl_changed(c, 2), 0);
+    int calls = fs.access_calls;
+    CHECK_EQ(walk_as(c, "d/f", &alice, &w), UDC_WALK_FOUND);
+    CHECK_EQ(w.entry.ino, 3);
+    CHECK_EQ(fs.access_calls, calls + 1);
+    CHECK_EQ(walk_as(c, "d/f", &alice, &w), UDC_WALK_FOUND); /* lockless now */
+    CHECK_EQ(fs.access_calls, calls + 1);
+    udc_stats s = {.size = sizeof s};
+    CHECK_EQ(udc_stats_get(c, &s), 0);
+    CHECK(s.fallback_access >= 2);
+    CHECK(s.access_hits >= 4);
+    CHECK_EQ(s.access_calls, (uint64_t)fs.access_calls);
+    char text[2048];
+    int len = udc_stats_format(c, text, sizeof text);
+    CHECK(len > 0 && (size_t)len < sizeof text);
+    CHECK(strstr(text, "\nrevalidations ") != NULL);
+    CHECK(strstr(text, "\nfallback_access ") != NULL);
+    CHECK(strstr(text, "\naccess_calls ") != NULL);
+
+    /* The stamp protocol: a result computed before a revocation is not stored. */
+    uint64_t stamp = 0, stamp2 = 0;
+    CHECK_EQ(udc_access_stamp(c, 3, &stamp), 0);
+    CHECK_EQ(udc_store_access(c, 3, &bob, UDC_MAY_READ, stamp), 1);
+    CHECK_EQ(udc_cached_access(c, 3, &bob, UDC_MAY_READ), UDC_ACCESS_ALLOWED);
+    CHECK_EQ(udc_cached_access(c, 3, &bob, UDC_MAY_WRITE), UDC_ACCESS_DENIED);
+    CHECK_EQ(udc_access_stamp(c, 3, &stamp2), 0);
+    CHECK_EQ(udc_acl_changed(c, 3), 0);
+    CHECK_EQ(udc_store_access(c, 3, &bob, 7, stamp2), 0); /* out of date: not filed */
+    CHECK_EQ(udc_cached_access(c, 3, &bob, UDC_MAY_READ), UDC_MISS);
+    CHECK_EQ(udc_store_access(c, 3, &bob, 7, stamp2 ^ (1ull << 40)), 0); /* made up: refused */
+    CHECK_EQ(udc_store_access(c, 3, &bob, 7, 0), 0);
+    CHECK_EQ(udc_cached_access(c, 3, &bob, UDC_MAY_READ), UDC_MISS);
+
+    /* Callback errors: passed on, not cached; a reply above 7 is a broken contract. */
+    fs.access_reply = -EPERM;
+    CHECK_EQ(udc_access(c, 3, &alice, UDC_MAY_READ), -EPERM);
+    fs.access_reply = 9;
+    CHECK_EQ(udc_access(c, 3, &alice, UDC_MAY_READ), -EIO);
+    CHECK_EQ(udc_cached_access(c, 3, &alice, UDC_MAY_READ), UDC_MISS);
+    fs.access_reply = 0;
+
+    /* Bad input: an error, no callback call, nothing stored. */
+    calls = fs.access_calls;
+    udc_cred bad = alice;
+    bad.size = sizeof bad - 1;
+    const udc_cred *bad_creds[4] = {NULL, &bad, NULL, NULL};
+    udc_cred no_groups = alice, too_many = alice;
+    no_groups.groups = NULL;
+    too_many.ngroups = 65537;
+    bad_creds[2] = &no_groups;
+    bad_creds[3] = &too_many;
+    for (int i = 0; i < 4; i++) {
+        const udc_cred *bc = bad_creds[i];
+        CHECK_EQ(udc_access(c, 3, bc, UDC_MAY_READ), -EINVAL);
+        CHECK_EQ(udc_cached_access(c, 3, bc, UDC_MAY_READ), -EINVAL);
+        CHECK_EQ(udc_store_access(c, 3, bc, UDC_MAY_READ, stamp2), -EINVAL);
+        CHECK_EQ(walk_as(c, "d/f", bc == NULL ? &bad : bc, &w), -EINVAL);
+    }
+    for (uint32_t mask = 8; mask != 0; mask <<= 1) {
+        CHECK_EQ(udc_access(c, 3, &alice, mask | UDC_MAY_READ), -EINVAL);
+        CHECK_EQ(udc_cached_access(c, 3, &alice, mask), -EINVAL);
+        CHECK_EQ(udc_store_access(c, 3, &alice, mask | 7, stamp2), -EINVAL);
+    }
+    CHECK_EQ(udc_access(c, 999, &alice, UDC_MAY_READ), -ESTALE);
+    CHECK_EQ(udc_cached_access(c, 999, &alice, UDC_MAY_READ), -ESTALE);
+    CHECK_EQ(udc_store_access(c, 999, &alice, 7, stamp2), -ESTALE);
+    uint64_t kept = 12345;
+    CHECK_EQ(udc_access_stamp(c, 999, &kept), -ESTALE);
+    CHECK_EQ(kept, 12345);
+    CHECK_EQ(udc_access_stamp(c, 3, NULL), -EINVAL);
+    CHECK_EQ(udc_acl_changed(c, 999), -ESTALE);
+    CHECK_EQ(fs.access_calls, calls);
+    CHECK_EQ(udc_cached_access(c, 3, &alice, UDC_MAY_READ), UDC_MISS);
+    /* udc_walk_as's other refusals. */
+    w = (udc_walk_result){.size = sizeof w - 1};
+    CHECK_EQ(udc_walk_as(c, UDC_ROOT_INO, S("d"), &alice, &w), -EINVAL);
+    CHECK_EQ(udc_walk_as(c, UDC_ROOT_INO, S("d"), &alice, NULL), -EINVAL);
+    w = (udc_walk_result){.size = sizeof w};
+    CHECK_EQ(udc_walk_as(c, UDC_ROOT_INO, NULL, 3, &alice, &w), -EINVAL);
+    CHECK_EQ(udc_walk_as(c, 999, S("d"), &alice, &w), -ESTALE);
+    CHECK_EQ(udc_walk_as(c, UDC_ROOT_INO, "d\0f", 3, NULL, &w), -EINVAL);
+    CHECK_EQ(udc_walk_as(c, UDC_ROOT_INO, long_name, 256, NULL, &w), -ENAMETOOLONG);
+    CHECK_EQ(fs.access_calls, calls);
+    udc_cache_destroy(c);
+
+    /* No access callback: every right for everyone, as the Rust trait's default. */
+    c = new_cache(UDC_UNLINK_NEGATIVE);
+    CHECK_EQ(udc_access(c, UDC_ROOT_INO, &bob, 7), 0);
+    CHECK_EQ(udc_cached_access(c, UDC_ROOT_INO, &bob, 7), UDC_ACCESS_ALLOWED);
+    udc_cache_destroy(c);
+}
+
 int main(void) {
     test_handles();
     test_bad_names();
@@ -872,5 +1255,7 @@ int main(void) {
     test_invalidate_shrink_stats();
     test_children();
     test_unlink_negatives_go_with_their_directory();
+    test_revalidate();
+    test_access();
     return check_summary("api");
 }

@@ -29,14 +29,27 @@
  *     lock only the names and inodes they change.
  *
  * CALLBACKS (struct udc_ops)
- *   - lookup runs on the thread that called udc_resolve; readdir on the thread that called
- *     udc_readdir. Several callbacks may run at once on different threads (never two for the
- *     same name, or the same directory range: concurrent misses wait for the one call).
+ *   - Each runs on the thread that called the udc_ function that needed it:
+ *       lookup      udc_resolve; udc_walk_as (a name the revalidate callback found invalid)
+ *       readdir     udc_readdir
+ *       revalidate  may_block = 1: udc_resolve, udc_walk_as (a name no longer trusted: its
+ *                   timeout passed, or it is negative and its directory changed)
+ *                   may_block = 0: udc_walk_as, inside its lockless walk
+ *       access      udc_access; udc_walk_as with a credential (a search right not cached)
+ *     udc_lookup, udc_walk, udc_cached_access and the others never call a callback. Several
+ *     callbacks may run at once on different threads (never two lookups or revalidations of
+ *     the same name, or two readdirs of the same range: concurrent misses wait for the one
+ *     call).
  *   - A callback runs with no cache lock held, so it may block, and it may call any udc_
  *     function on the same cache except udc_cache_destroy and except the call that is waiting
- *     for it (udc_resolve of the same parent and name; udc_readdir of the same directory),
- *     which would wait for itself. The udc_fill a readdir callback receives is valid only
- *     until it returns.
+ *     for it (udc_resolve or udc_walk_as of the same parent and name; udc_readdir of the same
+ *     directory), which would wait for itself. The udc_fill a readdir callback receives is
+ *     valid only until it returns.
+ *   - Except revalidate with may_block = 0: it runs inside a lockless walk (no lock held, but
+ *     the cache cannot free memory while it runs). It must answer from what it has at hand,
+ *     without blocking or I/O, return UDC_REVAL_NEEDS_BLOCK if it cannot tell (it is then asked
+ *     again with may_block = 1), and call no udc_ function but udc_lookup, udc_walk and
+ *     udc_getattr.
  *   - ctx and the callbacks must therefore be safe to use from several threads at once.
  */
 
@@ -93,6 +106,12 @@
 #define UDC_WALK_NOTDIR 4
 
 /**
+ * `udc_walk_result.kind` (`udc_walk_as` only): the credential may not search directory
+ * `parent` (`EACCES`); the component at `offset` was not looked up.
+ */
+#define UDC_WALK_DENIED 5
+
+/**
  * `udc_rename` flag: fail with `-EEXIST` if the target name exists (Linux's
  * `RENAME_NOREPLACE`).
  */
@@ -102,6 +121,59 @@
  * `udc_rename` flag: swap the two names, which must both exist (Linux's `RENAME_EXCHANGE`).
  */
 #define UDC_RENAME_EXCHANGE 2
+
+/**
+ * Access mask bit: search a directory or execute a file (`X_OK`).
+ */
+#define UDC_MAY_EXEC 1
+
+/**
+ * Access mask bit: write (`W_OK`).
+ */
+#define UDC_MAY_WRITE 2
+
+/**
+ * Access mask bit: read (`R_OK`).
+ */
+#define UDC_MAY_READ 4
+
+/**
+ * `udc_cached_access`: the cached result grants every right asked for.
+ */
+#define UDC_ACCESS_ALLOWED 1
+
+/**
+ * `udc_cached_access`: the cached result refuses a right asked for.
+ */
+#define UDC_ACCESS_DENIED 2
+
+/**
+ * Revalidate callback answer: the cached name no longer holds; the cache drops it and the
+ * name is looked up again. (Any value other than the three `UDC_REVAL_*` is taken as this.)
+ */
+#define UDC_REVAL_INVALID 0
+
+/**
+ * Revalidate callback answer: the cached name still holds; trust it for `*ttl_ns` more.
+ */
+#define UDC_REVAL_VALID 1
+
+/**
+ * Revalidate callback answer (with `may_block` 0 only): the callback cannot tell without
+ * blocking; it is asked again with `may_block` 1 (with `may_block` 1 this is `INVALID`).
+ */
+#define UDC_REVAL_NEEDS_BLOCK 2
+
+/**
+ * A time to live: forever (until told otherwise), in every `*_ns` timeout of the API.
+ */
+#define UDC_TTL_FOREVER 18446744073709551615ull
+
+/**
+ * `*ttl_ns` as the revalidate callback finds it: left so, the configured timeout of the
+ * name's kind (`udc_config.entry_timeout_ns` or `negative_timeout_ns`) applies.
+ */
+#define UDC_TTL_CONFIGURED 18446744073709551614ull
 
 /**
  * The inode number of the root directory (FUSE's `FUSE_ROOT_ID`). Every cache starts with it.
@@ -271,6 +343,85 @@ typedef int (*udc_readdir_fn)(void *ctx,
                               struct udc_fill *fill);
 
 /**
+ * What the revalidate callback is told about the cached name it is asked about. `size` is
+ * set by the library.
+ */
+typedef struct udc_cached {
+    /**
+     * `sizeof(struct udc_cached)`.
+     */
+    size_t size;
+    /**
+     * 1: the name is cached as not existing (`entry` is all zero); 0: `entry` is its inode.
+     */
+    int negative;
+    /**
+     * 1: its timeout has passed.
+     */
+    int expired;
+    /**
+     * 1: its directory changed (`udc_dir_changed`) since it was filled.
+     */
+    int dir_changed;
+    /**
+     * The inode the name leads to (positive names).
+     */
+    struct udc_entry entry;
+} udc_cached;
+
+/**
+ * The filesystem's revalidation of a cached name that is no longer trusted: whether `name`
+ * (`len` bytes, not NUL-terminated) in directory `parent` still is what `*cached` says.
+ * Return `UDC_REVAL_VALID` (then `*ttl_ns` is how long to trust it from now: left at
+ * `UDC_TTL_CONFIGURED`, the configured timeout; `UDC_TTL_FOREVER`; 0, ask at every use),
+ * `UDC_REVAL_INVALID`, or, when `may_block` is 0, `UDC_REVAL_NEEDS_BLOCK` if it cannot tell
+ * without blocking. With `may_block` 0 it runs inside a lockless walk: see THREADS.
+ */
+typedef int (*udc_revalidate_fn)(void *ctx,
+                                 uint64_t parent,
+                                 const char *name,
+                                 size_t len,
+                                 const struct udc_cached *cached,
+                                 int may_block,
+                                 uint64_t *ttl_ns);
+
+/**
+ * Who asks: user, primary group and supplementary groups (in any order; duplicates are
+ * ignored). Set `size` to `sizeof(struct udc_cred)`. The cache keeps only a digest of the
+ * groups; the access callback receives the caller's struct itself.
+ */
+typedef struct udc_cred {
+    /**
+     * `sizeof(struct udc_cred)`.
+     */
+    size_t size;
+    /**
+     * The user.
+     */
+    uint32_t uid;
+    /**
+     * The primary group.
+     */
+    uint32_t gid;
+    /**
+     * `ngroups` supplementary groups; may be NULL when `ngroups` is 0.
+     */
+    const uint32_t *groups;
+    /**
+     * How many; at most 65536.
+     */
+    size_t ngroups;
+} udc_cred;
+
+/**
+ * The filesystem's permission check: the rights `*cred` has on inode `ino`, all three asked
+ * at once, as a mask of `UDC_MAY_*` bits (0 to 7), or `-errno` (returned to the caller, not
+ * cached). The cache keeps the answer for `udc_config.access_timeout_ns`. A return above 7 is
+ * reported as `-EIO`.
+ */
+typedef int (*udc_access_fn)(void *ctx, uint64_t ino, const struct udc_cred *cred);
+
+/**
  * The filesystem's callbacks and their context, given to `udc_set_ops`.
  */
 typedef struct udc_ops {
@@ -290,6 +441,17 @@ typedef struct udc_ops {
      * Passed to every callback as its first argument.
      */
     void *ctx;
+    /**
+     * Asked whether a cached name that is no longer trusted still holds (see
+     * `udc_revalidate_fn`); NULL: `UDC_REVAL_NEEDS_BLOCK` without blocking, else a fresh
+     * `lookup` compared by inode number.
+     */
+    udc_revalidate_fn revalidate;
+    /**
+     * Asked for a credential's rights on an inode (see `udc_access_fn`); NULL: every right
+     * for everyone.
+     */
+    udc_access_fn access;
 } udc_ops;
 
 /**
@@ -326,10 +488,28 @@ typedef struct udc_config {
      * Entries asked of the readdir callback per call (one cached page); 0 = the default.
      */
     size_t readdir_page_entries;
+    /**
+     * How long a positive entry is trusted before the revalidate callback is asked again, in
+     * nanoseconds (FUSE's `entry_valid`): `UINT64_MAX` (set by `udc_config_init`) = until told
+     * otherwise; 0 = ask at every use. A revalidate answer or `udc_set_entry_timeout` may set
+     * another for one entry.
+     */
+    uint64_t entry_timeout_ns;
+    /**
+     * The same for a negative entry (also untrusted once its directory changes:
+     * `udc_dir_changed`).
+     */
+    uint64_t negative_timeout_ns;
+    /**
+     * How long an access result is trusted before the access callback is asked again (also
+     * forgotten by a mode, owner or group change through `udc_setattr`, and by
+     * `udc_acl_changed`); `UINT64_MAX` = until then.
+     */
+    uint64_t access_timeout_ns;
 } udc_config;
 
 /**
- * How a `udc_walk` ended. Set `size` before the call.
+ * How a `udc_walk` or `udc_walk_as` ended. Set `size` before the call.
  */
 typedef struct udc_walk_result {
     /**
@@ -337,7 +517,8 @@ typedef struct udc_walk_result {
      */
     size_t size;
     /**
-     * `UDC_WALK_FOUND`, `_NEGATIVE`, `_MISS`, `_SYMLINK` or `_NOTDIR`.
+     * `UDC_WALK_FOUND`, `_NEGATIVE`, `_MISS`, `_SYMLINK`, `_NOTDIR` or (`udc_walk_as`)
+     * `_DENIED`.
      */
     uint32_t kind;
     /**
@@ -345,12 +526,13 @@ typedef struct udc_walk_result {
      */
     struct udc_entry entry;
     /**
-     * MISS: the directory to look the component up in.
+     * MISS: the directory to look the component up in; DENIED: the directory that may not be
+     * searched.
      */
     uint64_t parent;
     /**
-     * NEGATIVE, MISS, NOTDIR: where the component starts in the path (bytes); SYMLINK:
-     * where the rest of the path starts.
+     * NEGATIVE, MISS, NOTDIR, DENIED: where the component starts in the path (bytes);
+     * SYMLINK: where the rest of the path starts.
      */
     size_t offset;
 } udc_walk_result;
@@ -445,6 +627,45 @@ typedef struct udc_stats {
      * or a negative entry.
      */
     uint64_t complete_dir_negatives;
+    /**
+     * Rename write sections opened (renames, directory unlinks and forgets).
+     */
+    uint64_t rename_sections;
+    /**
+     * Inode objects handed out again after their grace period (process-wide: the pool is
+     * shared by every cache of the process).
+     */
+    uint64_t inodes_recycled;
+    /**
+     * Calls of the revalidate callback (or its default), lockless and blocking.
+     */
+    uint64_t revalidations;
+    /**
+     * Lockless `udc_walk_as` rounds that stopped for a name whose timeout passed.
+     */
+    uint64_t fallback_expired;
+    /**
+     * Lockless `udc_walk_as` rounds that stopped for a negative name whose directory changed.
+     */
+    uint64_t fallback_verifier;
+    /**
+     * Lockless `udc_walk_as` rounds that stopped for a search right not in its directory's
+     * most recent access result.
+     */
+    uint64_t fallback_access;
+    /**
+     * Lockless `udc_walk_as` rounds that stopped because the revalidate callback answered
+     * `UDC_REVAL_NEEDS_BLOCK`.
+     */
+    uint64_t fallback_needs_block;
+    /**
+     * Access checks answered by the access cache.
+     */
+    uint64_t access_hits;
+    /**
+     * Calls of the access callback (or its default): access-cache misses.
+     */
+    uint64_t access_calls;
 } udc_stats;
 
 #ifdef __cplusplus
@@ -471,11 +692,12 @@ const char *udc_version(void);
 int udc_getattr(struct udc_cache *cache, uint64_t ino, struct udc_attr *out);
 
 /**
- * Caches `*attr` for `ino`, valid for `valid_ns` nanoseconds from now (0: expired at once,
- * which drops what was cached; `UINT64_MAX`: as good as forever).
+ * Caches `*attr` for `ino`, valid for `valid_ns` nanoseconds from now on the cache's
+ * monotonic clock (0: expired at once, which drops what was cached; `UINT64_MAX`: forever).
+ * A change of mode, owner or group forgets the inode's cached access results (see
+ * `udc_access`).
  *
- * Returns 0, or `-ESTALE`, `-EINVAL` (NULL `attr`; an expiry the clock cannot represent,
- * which does not happen on Linux), `-EBADF`.
+ * Returns 0, or `-ESTALE`, `-EINVAL` (NULL `attr`), `-EBADF`.
  *
  * # Safety
  *
@@ -556,7 +778,9 @@ int udc_lookup(struct udc_cache *cache,
 
 /**
  * The FUSE lookup: the cached answer, else the lookup callback's (filed in the cache, a
- * negative answer as a negative entry). Concurrent misses of one name make one callback call.
+ * negative answer as a negative entry). A cached name no longer trusted (its timeout passed,
+ * or it is negative and its directory changed) is first revalidated (the revalidate callback,
+ * `may_block` 1). Concurrent misses of one name make one callback call.
  * Every `UDC_POSITIVE` counts one lookup of `out->ino` (balance it with `udc_forget`). A miss
  * in a directory whose complete listing is cached (see `udc_readdir`) is answered from it:
  * `UDC_NEGATIVE` without a callback call or a negative entry.
@@ -765,8 +989,11 @@ int udc_readdir(struct udc_cache *cache,
 
 /**
  * Tells the cache that directory `dir` changed behind its back (`verifier`: its new change
- * attribute or mtime; 0 = unknown): its cached listing pages become stale. Names are not
- * touched (use `udc_invalidate` for those).
+ * attribute or mtime; 0 = unknown; the same verifier as last time changes nothing): its
+ * cached listing pages become stale, and its negative entries are no longer trusted (each is
+ * revalidated at its next use: a miss for `udc_lookup` and `udc_walk`, the revalidate
+ * callback for `udc_resolve` and `udc_walk_as`). Positive names are not touched (use
+ * `udc_invalidate` for a name that went away or now leads elsewhere, after this call).
  *
  * Returns 0, or `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-EINVAL`, `-EBADF`.
  *
@@ -812,6 +1039,130 @@ int udc_fill_add(struct udc_fill *fill,
  * `fill` must be the fill passed to the running callback, used by one thread.
  */
 int udc_fill_done(struct udc_fill *fill, int eof, uint64_t verifier);
+
+/**
+ * Sets how long the cached name `name` in `parent` (positive or negative) is trusted from
+ * now: `ttl_ns` nanoseconds (a FUSE reply's `entry_valid`; 0: revalidate at its next use;
+ * `UDC_TTL_FOREVER`: until told otherwise). Its directory-change state is kept.
+ *
+ * Returns 0, or `-ENOENT` (nothing cached under the name), `-EINVAL`, `-ENAMETOOLONG`,
+ * `-ESTALE`, `-ENOTDIR`, `-EBADF`.
+ *
+ * # Safety
+ *
+ * `cache` must be a live handle; `name` must point to `len` readable bytes.
+ */
+int udc_set_entry_timeout(struct udc_cache *cache,
+                          uint64_t parent,
+                          const char *name,
+                          size_t len,
+                          uint64_t ttl_ns);
+
+/**
+ * Resolves `path` from `root` like `udc_walk`, but revalidates names that are no longer
+ * trusted and, with `cred`, checks that it may search each directory on the way (NULL: no
+ * access checks). Lockless as `udc_walk` while every name is trusted, every search right is
+ * the directory's most recent access result, and the revalidate callback answers without
+ * blocking; otherwise the blocking work is done on this thread with no lock held (the
+ * `revalidate` callback with `may_block` 1, `lookup` for a name found invalid, `access` for a
+ * search right not cached) and the walk starts again, at most 4 + 2 per path component times.
+ * Counts no lookup.
+ *
+ * Returns `out->kind` (>= 0): the `UDC_WALK_*` of `udc_walk` (a `MISS` only for a name never
+ * cached or dropped meanwhile: resolve it with `udc_resolve`), or `UDC_WALK_DENIED`. Errors:
+ * those of `udc_walk`; `-EINVAL` also for a bad `cred`; a callback's `-errno`; `-EIO` for a
+ * callback that broke its contract; `-EAGAIN` when the walk still needed blocking work after
+ * its last round (names changing under it; or a name whose timeout is shorter than the
+ * cache's 16.8 ms tick while the revalidate callback answers `UDC_REVAL_NEEDS_BLOCK` to
+ * `may_block` 0, as a NULL callback does: such a name is never trusted by a lockless walk).
+ *
+ * # Safety
+ *
+ * As `udc_walk`; `cred` must be NULL or point to a `udc_cred` (see its fields).
+ */
+int udc_walk_as(struct udc_cache *cache,
+                uint64_t root,
+                const char *path,
+                size_t len,
+                const struct udc_cred *cred,
+                struct udc_walk_result *out);
+
+/**
+ * Whether `cred` has every right of `mask` (`UDC_MAY_*` bits; 0 asks only that `ino` is
+ * cached) on `ino`: the cached result, else the access callback's answer, which is cached.
+ * The callback runs on this thread with no lock held.
+ *
+ * Returns 0 (allowed), `-EACCES` (refused), or `-EINVAL` (NULL or bad `cred`; bits outside
+ * `UDC_MAY_*`), `-ESTALE` (`ino` not cached), the callback's `-errno`, `-EIO` (a callback
+ * answer above 7), `-EBADF`.
+ *
+ * # Safety
+ *
+ * `cache` must be a live handle; `cred` must be NULL or point to a `udc_cred`.
+ */
+int udc_access(struct udc_cache *cache, uint64_t ino, const struct udc_cred *cred, uint32_t mask);
+
+/**
+ * The cached answer to `udc_access`, without asking the callback.
+ *
+ * Returns `UDC_ACCESS_ALLOWED`, `UDC_ACCESS_DENIED`, `UDC_MISS` (no trusted result for this
+ * credential), or the argument errors of `udc_access`.
+ *
+ * # Safety
+ *
+ * As `udc_access`.
+ */
+int udc_cached_access(struct udc_cache *cache,
+                      uint64_t ino,
+                      const struct udc_cred *cred,
+                      uint32_t mask);
+
+/**
+ * For a filesystem that computes rights itself instead of through the access callback: marks
+ * the state of `ino`'s access results in `*stamp` *before* it reads the permissions it
+ * computes from; `udc_store_access` files the result only if no revocation (`udc_setattr`
+ * of mode, owner or group; `udc_acl_changed`) and no other file under the number came
+ * between. A stamp is an opaque word: a made-up one is at worst refused, or taken as a stamp
+ * of the inode's current state (then a result computed before a revocation may be stored).
+ *
+ * Returns 0, or `-EINVAL` (NULL `stamp`), `-ESTALE`, `-EBADF`.
+ *
+ * # Safety
+ *
+ * `cache` must be a live handle; `stamp` must be NULL or point to a writable `uint64_t`.
+ */
+int udc_access_stamp(struct udc_cache *cache, uint64_t ino, uint64_t *stamp);
+
+/**
+ * Files the rights `granted` (`UDC_MAY_*` bits) of `cred` on `ino`, computed after `stamp`
+ * was taken by `udc_access_stamp`, for `udc_config.access_timeout_ns`.
+ *
+ * Returns 1 (filed), 0 (not filed: a revocation or another file came after the stamp; the
+ * rights may be out of date, compute them again), or `-EINVAL` (NULL or bad `cred`; bits
+ * outside `UDC_MAY_*`), `-ESTALE`, `-EBADF`.
+ *
+ * # Safety
+ *
+ * As `udc_access`.
+ */
+int udc_store_access(struct udc_cache *cache,
+                     uint64_t ino,
+                     const struct udc_cred *cred,
+                     uint32_t granted,
+                     uint64_t stamp);
+
+/**
+ * The permissions of `ino` changed in a way its cached attributes do not show (an ACL): every
+ * cached access result of it is forgotten before this returns. (`udc_setattr` does this by
+ * itself for a change of mode, owner or group.)
+ *
+ * Returns 0, or `-ESTALE`, `-EINVAL`, `-EBADF`.
+ *
+ * # Safety
+ *
+ * `cache` must be a live handle.
+ */
+int udc_acl_changed(struct udc_cache *cache, uint64_t ino);
 
 /**
  * Copies the cache's figures into `*out`.

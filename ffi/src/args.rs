@@ -7,6 +7,7 @@ use std::ffi::{c_char, c_int};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
+use std::time::Duration;
 
 use dcache::NAME_MAX;
 
@@ -44,6 +45,11 @@ pub(crate) unsafe fn path<'a>(ptr: *const c_char, len: usize) -> Result<&'a [u8]
         // SAFETY: not NULL, and the caller guarantees `len` readable bytes at `ptr` for 'a.
         (false, _) => Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }),
     }
+}
+
+/// A time to live in nanoseconds from C: `UINT64_MAX` is forever (`Duration::MAX`).
+pub(crate) fn ttl(ns: u64) -> Duration {
+    if ns == u64::MAX { Duration::MAX } else { Duration::from_nanos(ns) }
 }
 
 /// A struct the caller passes in: `NULL` is `EINVAL`.

@@ -1,9 +1,7 @@
 //! Cached attributes: a `struct stat`-shaped snapshot with an expiry, read without locks.
 
-use std::ffi::c_int;
-use std::time::{Duration, Instant};
-
 use dcache::Attr;
+use std::ffi::c_int;
 
 use crate::args;
 use crate::errors::{CResult, fail, ffi_call};
@@ -106,11 +104,12 @@ pub unsafe extern "C" fn udc_getattr(cache: *mut udc_cache, ino: u64, out: *mut 
     })
 }
 
-/// Caches `*attr` for `ino`, valid for `valid_ns` nanoseconds from now (0: expired at once,
-/// which drops what was cached; `UINT64_MAX`: as good as forever).
+/// Caches `*attr` for `ino`, valid for `valid_ns` nanoseconds from now on the cache's
+/// monotonic clock (0: expired at once, which drops what was cached; `UINT64_MAX`: forever).
+/// A change of mode, owner or group forgets the inode's cached access results (see
+/// `udc_access`).
 ///
-/// Returns 0, or `-ESTALE`, `-EINVAL` (NULL `attr`; an expiry the clock cannot represent,
-/// which does not happen on Linux), `-EBADF`.
+/// Returns 0, or `-ESTALE`, `-EINVAL` (NULL `attr`), `-EBADF`.
 ///
 /// # Safety
 ///
@@ -127,12 +126,7 @@ pub unsafe extern "C" fn udc_setattr(
         let cache = unsafe { handle::get(cache) }?;
         // SAFETY: NULL or a udc_attr (the caller's contract).
         let attr = unsafe { args::input(attr) }?.attr();
-        // The cache keeps expiry times as u64 nanoseconds since it was made, so a validity is
-        // capped at half that range (292 years): forever, for any cache.
-        let valid = Duration::from_nanos(valid_ns.min(u64::MAX / 2));
-        let now = Instant::now();
-        let until = now.checked_add(valid).ok_or(libc::EINVAL)?;
-        cache.dcache.setattr(ino, &attr, until).map_err(fail)?;
+        cache.dcache.setattr(ino, &attr, args::ttl(valid_ns)).map_err(fail)?;
         Ok(0)
     })
 }

@@ -2,19 +2,32 @@
 //!
 //! # Threads
 //!
-//! A callback runs on the thread that called the `udc_` function that needed it
-//! (`udc_resolve` for `lookup`, `udc_readdir` for `readdir`), with no cache lock held and no
+//! A callback runs on the thread that called the `udc_` function that needed it:
+//!
+//! - `lookup`: `udc_resolve`, `udc_walk_as` (a name found invalid is looked up again);
+//! - `readdir`: `udc_readdir`;
+//! - `revalidate` with `may_block` 1: `udc_resolve` and `udc_walk_as` (a cached name whose
+//!   timeout passed or whose directory changed);
+//! - `revalidate` with `may_block` 0: `udc_walk_as`, in the middle of its lockless walk;
+//! - `access`: `udc_access`, `udc_walk_as` (a credential's search right not cached).
+//!
+//! Except for `revalidate` with `may_block` 0, a callback runs with no cache lock held and no
 //! epoch pinned, so it may block and may call any `udc_` function on the same cache except
-//! `udc_cache_destroy`, and except the call that is waiting for it (a `udc_resolve` of the
-//! same name, a `udc_readdir` of the same directory), which would wait for itself. Several
-//! callbacks run at once when several threads miss different names.
+//! `udc_cache_destroy`, and except the call that is waiting for it (a `udc_resolve` or
+//! `udc_walk_as` of the same name, a `udc_readdir` of the same directory), which would wait for
+//! itself. `revalidate` with `may_block` 0 runs inside a lockless walk (no lock held, but
+//! grace periods wait for it): it must answer from what it has at hand, without blocking or
+//! I/O, return `UDC_REVAL_NEEDS_BLOCK` if it cannot, and call no `udc_` function but the
+//! lockless readers (`udc_lookup`, `udc_walk`, `udc_getattr`). Several callbacks run at once
+//! when several threads miss different names.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr;
 use std::sync::Arc;
 
+use dcache::fetch::defaults;
 use dcache::readdir::{Fill, FillError};
-use dcache::{Filesystem, InodeSpec};
+use dcache::{Cached, Cred, Filesystem, InodeSpec, Mask, Revalidate};
 
 use crate::args::{self, check_size, versioned};
 use crate::errors::{CResult, ffi_call};
@@ -62,6 +75,13 @@ pub struct udc_ops {
     pub readdir: udc_readdir_fn,
     /// Passed to every callback as its first argument.
     pub ctx: *mut c_void,
+    /// Asked whether a cached name that is no longer trusted still holds (see
+    /// `udc_revalidate_fn`); NULL: `UDC_REVAL_NEEDS_BLOCK` without blocking, else a fresh
+    /// `lookup` compared by inode number.
+    pub revalidate: crate::reval::udc_revalidate_fn,
+    /// Asked for a credential's rights on an inode (see `udc_access_fn`); NULL: every right
+    /// for everyone.
+    pub access: crate::reval::udc_access_fn,
 }
 versioned!(udc_ops);
 
@@ -84,6 +104,8 @@ impl Backend {
             lookup: None,
             readdir: None,
             ctx: ptr::null_mut(),
+            revalidate: None,
+            access: None,
         },
     };
 
@@ -117,6 +139,41 @@ impl Filesystem for Backend {
 
     fn readdir(&self, dir: u64, cookie: u64, max: usize) -> Result<Fill, FillError> {
         crate::readdir::call_readdir(self.ops.readdir, self.ops.ctx, (dir, cookie, max))
+    }
+
+    fn revalidate(&self, parent: u64, name: &[u8], cached: Cached, may_block: bool) -> Revalidate {
+        let (f, ctx) = (self.ops.revalidate, self.ops.ctx);
+        crate::reval::call_revalidate(f, ctx, (parent, name), cached, may_block)
+            .unwrap_or_else(|| defaults::revalidate(self, parent, name, cached, may_block))
+    }
+
+    /// Without the caller's `udc_cred` (see [`crate::reval::AsCaller`], which the entry points
+    /// that check access use): the default, or `EIO` if there is an access callback.
+    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, i32> {
+        self.access_as(ino, cred, None)
+    }
+}
+
+impl Backend {
+    /// The rights of `cred` (whose C form is `c`) on `ino`: the access callback's answer, or
+    /// the default without one.
+    pub(crate) fn access_as(
+        &self,
+        ino: u64,
+        cred: &Cred,
+        c: Option<&crate::reval::udc_cred>,
+    ) -> Result<Mask, i32> {
+        let Some(access) = self.ops.access else { return defaults::access(ino, cred) };
+        // Only `udc_access` and `udc_walk_as` make the cache ask for rights, and both pass the
+        // caller's credential: without it the groups are unknown, so nothing is guessed.
+        let c = c.ok_or(libc::EIO)?;
+        // SAFETY: `access` is the filesystem's function of the documented type; `c` (and the
+        // groups it points to, the caller's) is valid for the call.
+        let r = unsafe { access(self.ops.ctx, ino, c) };
+        match u32::try_from(r) {
+            Ok(bits) => Mask::from_bits(bits).ok_or(libc::EIO),
+            Err(_) => Err(callback_errno(r)),
+        }
     }
 }
 

@@ -21,6 +21,15 @@ pub(crate) fn fail(e: Error) -> c_int {
     e.errno()
 }
 
+/// The positive errno of an error of a call that asked the filesystem: the callback answering
+/// a type other than the cached inode's broke its contract (`EIO`); others as [`fail`].
+pub(crate) fn fail_fs(e: Error) -> c_int {
+    match e {
+        Error::KindMismatch { .. } => libc::EIO,
+        e => fail(e),
+    }
+}
+
 /// Runs an entry point's body: `Ok(v)` returns `v`, `Err(errno)` returns `-errno`, a panic
 /// returns `-EIO`.
 pub(crate) fn ffi_call(body: impl FnOnce() -> CResult) -> c_int {

@@ -10,7 +10,7 @@ use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use dcache::{Config, Dcache, UnlinkPolicy};
+use dcache::{Config, Dcache, Timeouts, UnlinkPolicy};
 
 use crate::args::{self, check_size, versioned};
 use crate::callbacks::Backend;
@@ -62,12 +62,30 @@ pub struct udc_config {
     pub readdir_pages: usize,
     /// Entries asked of the readdir callback per call (one cached page); 0 = the default.
     pub readdir_page_entries: usize,
+    /// How long a positive entry is trusted before the revalidate callback is asked again, in
+    /// nanoseconds (FUSE's `entry_valid`): `UINT64_MAX` (set by `udc_config_init`) = until told
+    /// otherwise; 0 = ask at every use. A revalidate answer or `udc_set_entry_timeout` may set
+    /// another for one entry.
+    pub entry_timeout_ns: u64,
+    /// The same for a negative entry (also untrusted once its directory changes:
+    /// `udc_dir_changed`).
+    pub negative_timeout_ns: u64,
+    /// How long an access result is trusted before the access callback is asked again (also
+    /// forgotten by a mode, owner or group change through `udc_setattr`, and by
+    /// `udc_acl_changed`); `UINT64_MAX` = until then.
+    pub access_timeout_ns: u64,
 }
 versioned!(udc_config);
 
 impl udc_config {
     fn defaults() -> Self {
-        udc_config { size: size_of::<udc_config>(), ..udc_config::default() }
+        udc_config {
+            size: size_of::<udc_config>(),
+            entry_timeout_ns: u64::MAX,
+            negative_timeout_ns: u64::MAX,
+            access_timeout_ns: u64::MAX,
+            ..udc_config::default()
+        }
     }
 }
 
@@ -107,6 +125,11 @@ impl udc_cache {
             or(cfg.readdir_pages, DEFAULT_READDIR_PAGES),
             or(cfg.readdir_page_entries, DEFAULT_PAGE_ENTRIES),
         );
+        config = config.with_timeouts(Timeouts {
+            entry: args::ttl(cfg.entry_timeout_ns),
+            negative: args::ttl(cfg.negative_timeout_ns),
+            access: args::ttl(cfg.access_timeout_ns),
+        });
         Ok(udc_cache {
             magic: AtomicU64::new(LIVE),
             dcache: Dcache::new(config.with_unlink_policy(unlink)),

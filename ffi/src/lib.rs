@@ -18,8 +18,9 @@
 //!
 //! Module map: [`handle`] (config, new, destroy), [`args`] (names and pointers from C),
 //! [`types`] (file types, entries), [`lookup`] (lookup, resolve, walk, children), [`ops`]
-//! (add, unlink, rename, forget, invalidate, shrink), [`attr`], [`readdir`], [`stats`],
-//! [`callbacks`], [`errors`].
+//! (add, unlink, rename, forget, invalidate, shrink), [`attr`], [`readdir`], [`reval`]
+//! (timeouts, revalidation, `udc_walk_as`, the access cache), [`stats`], [`callbacks`],
+//! [`errors`].
 
 // The exported types carry their C names (`udc_cache`, `udc_entry`, ...): the header is the API.
 #![allow(non_camel_case_types)]
@@ -34,6 +35,7 @@ pub mod handle;
 pub mod lookup;
 pub mod ops;
 pub mod readdir;
+pub mod reval;
 pub mod stats;
 pub mod types;
 

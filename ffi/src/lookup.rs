@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_void};
 use dcache::{Lookup, Resolved, Walk, epoch};
 
 use crate::args::{self, Out, versioned};
-use crate::errors::{CResult, fail, ffi_call};
+use crate::errors::{CResult, fail, fail_fs, ffi_call};
 use crate::handle::{self, udc_cache};
 use crate::types::udc_entry;
 
@@ -31,21 +31,26 @@ pub const UDC_WALK_SYMLINK: u32 = 3;
 /// `udc_walk_result.kind`: `entry` is not a directory but the component at `offset` needed
 /// one.
 pub const UDC_WALK_NOTDIR: u32 = 4;
+/// `udc_walk_result.kind` (`udc_walk_as` only): the credential may not search directory
+/// `parent` (`EACCES`); the component at `offset` was not looked up.
+pub const UDC_WALK_DENIED: u32 = 5;
 
-/// How a `udc_walk` ended. Set `size` before the call.
+/// How a `udc_walk` or `udc_walk_as` ended. Set `size` before the call.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct udc_walk_result {
     /// `sizeof(struct udc_walk_result)`.
     pub size: usize,
-    /// `UDC_WALK_FOUND`, `_NEGATIVE`, `_MISS`, `_SYMLINK` or `_NOTDIR`.
+    /// `UDC_WALK_FOUND`, `_NEGATIVE`, `_MISS`, `_SYMLINK`, `_NOTDIR` or (`udc_walk_as`)
+    /// `_DENIED`.
     pub kind: u32,
     /// FOUND, SYMLINK, NOTDIR: the inode.
     pub entry: udc_entry,
-    /// MISS: the directory to look the component up in.
+    /// MISS: the directory to look the component up in; DENIED: the directory that may not be
+    /// searched.
     pub parent: u64,
-    /// NEGATIVE, MISS, NOTDIR: where the component starts in the path (bytes); SYMLINK:
-    /// where the rest of the path starts.
+    /// NEGATIVE, MISS, NOTDIR, DENIED: where the component starts in the path (bytes);
+    /// SYMLINK: where the rest of the path starts.
     pub offset: usize,
 }
 versioned!(udc_walk_result);
@@ -107,7 +112,9 @@ pub unsafe extern "C" fn udc_lookup(
 }
 
 /// The FUSE lookup: the cached answer, else the lookup callback's (filed in the cache, a
-/// negative answer as a negative entry). Concurrent misses of one name make one callback call.
+/// negative answer as a negative entry). A cached name no longer trusted (its timeout passed,
+/// or it is negative and its directory changed) is first revalidated (the revalidate callback,
+/// `may_block` 1). Concurrent misses of one name make one callback call.
 /// Every `UDC_POSITIVE` counts one lookup of `out->ino` (balance it with `udc_forget`). A miss
 /// in a directory whose complete listing is cached (see `udc_readdir`) is answered from it:
 /// `UDC_NEGATIVE` without a callback call or a negative entry.
@@ -130,12 +137,7 @@ pub unsafe extern "C" fn udc_resolve(
     ffi_call(|| -> CResult {
         // SAFETY: the caller's contract, as documented.
         let (cache, name, out) = unsafe { read_args(cache, parent, name, len, out) }?;
-        let resolved =
-            cache.dcache.resolve(cache.callbacks(), parent, name).map_err(|e| match e {
-                // The callback answered a type other than the cached inode's: its contract broken.
-                dcache::Error::KindMismatch { .. } => libc::EIO,
-                e => fail(e),
-            })?;
+        let resolved = cache.dcache.resolve(cache.callbacks(), parent, name).map_err(fail_fs)?;
         match resolved {
             Resolved::Found(spec) => {
                 out.write(udc_entry::of(spec));
@@ -169,16 +171,43 @@ pub unsafe extern "C" fn udc_walk(
     out: *mut udc_walk_result,
 ) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
-        let cache = unsafe { handle::get(cache) }?;
-        // SAFETY: `len` readable bytes at `path` (the caller's contract), checked.
-        let path = unsafe { args::path(path, len) }?;
-        // SAFETY: NULL or a writable udc_walk_result (the caller's contract).
-        let out = unsafe { args::output(out) }?;
-        out.check_size()?;
+        // SAFETY: the caller's contract, as documented.
+        let (cache, path, out) = unsafe { walk_args(cache, path, len, out) }?;
         let guard = epoch::pin();
+        let r = udc_walk_result::of(cache.dcache.walk(&guard, root, path).map_err(fail)?);
+        out.write(r);
+        Ok(r.kind as c_int)
+    })
+}
+
+/// The arguments of `udc_walk` and `udc_walk_as`, checked: the handle, the path and the result
+/// struct (its `size` too).
+///
+/// # Safety
+///
+/// `cache` must be a live handle; `path` must point to `len` readable bytes; `out` must be
+/// NULL or point to a writable `udc_walk_result` whose `size` is set; all for `'a`.
+pub(crate) unsafe fn walk_args<'a>(
+    cache: *mut udc_cache,
+    path: *const c_char,
+    len: usize,
+    out: *mut udc_walk_result,
+) -> Result<(&'a udc_cache, &'a [u8], Out<'a, udc_walk_result>), c_int> {
+    // SAFETY: a live handle (the caller's contract), checked.
+    let cache = unsafe { handle::get(cache) }?;
+    // SAFETY: `len` readable bytes at `path` (the caller's contract), checked.
+    let path = unsafe { args::path(path, len) }?;
+    // SAFETY: NULL or a writable udc_walk_result (the caller's contract).
+    let out = unsafe { args::output(out) }?;
+    out.check_size()?;
+    Ok((cache, path, out))
+}
+
+impl udc_walk_result {
+    /// The result of a walk that ended as `w`.
+    pub(crate) fn of(w: Walk<'_>) -> Self {
         let mut r = udc_walk_result { size: size_of::<udc_walk_result>(), ..Default::default() };
-        match cache.dcache.walk(&guard, root, path).map_err(fail)? {
+        match w {
             Walk::Found(inode) => (r.kind, r.entry) = (UDC_WALK_FOUND, udc_entry::of_inode(inode)),
             Walk::Negative { at } => (r.kind, r.offset) = (UDC_WALK_NEGATIVE, at),
             Walk::Miss { parent, at } => (r.kind, r.parent, r.offset) = (UDC_WALK_MISS, parent, at),
@@ -189,9 +218,19 @@ pub unsafe extern "C" fn udc_walk(
                 (r.kind, r.entry, r.offset) = (UDC_WALK_NOTDIR, udc_entry::of_inode(inode), at)
             }
         }
-        out.write(r);
-        Ok(r.kind as c_int)
-    })
+        r
+    }
+
+    /// The result of a walk refused at directory `dir`, component at `at`.
+    pub(crate) fn denied(dir: u64, at: usize) -> Self {
+        udc_walk_result {
+            size: size_of::<udc_walk_result>(),
+            kind: UDC_WALK_DENIED,
+            parent: dir,
+            offset: at,
+            ..Default::default()
+        }
+    }
 }
 
 /// Visitor of `udc_children`: called once per child with its name (`len` bytes, not

@@ -22,7 +22,7 @@ pub const UDC_RENAME_EXCHANGE: c_uint = 2;
 /// # Safety
 ///
 /// `cache` must be a live handle and `name` point to `len` readable bytes.
-unsafe fn change_name(
+pub(crate) unsafe fn change_name(
     cache: *mut udc_cache,
     parent: u64,
     name: *const c_char,

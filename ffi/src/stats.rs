@@ -38,6 +38,27 @@ pub struct udc_stats {
     /// Misses answered "does not exist" by a complete cached listing, without a callback call
     /// or a negative entry.
     pub complete_dir_negatives: u64,
+    /// Rename write sections opened (renames, directory unlinks and forgets).
+    pub rename_sections: u64,
+    /// Inode objects handed out again after their grace period (process-wide: the pool is
+    /// shared by every cache of the process).
+    pub inodes_recycled: u64,
+    /// Calls of the revalidate callback (or its default), lockless and blocking.
+    pub revalidations: u64,
+    /// Lockless `udc_walk_as` rounds that stopped for a name whose timeout passed.
+    pub fallback_expired: u64,
+    /// Lockless `udc_walk_as` rounds that stopped for a negative name whose directory changed.
+    pub fallback_verifier: u64,
+    /// Lockless `udc_walk_as` rounds that stopped for a search right not in its directory's
+    /// most recent access result.
+    pub fallback_access: u64,
+    /// Lockless `udc_walk_as` rounds that stopped because the revalidate callback answered
+    /// `UDC_REVAL_NEEDS_BLOCK`.
+    pub fallback_needs_block: u64,
+    /// Access checks answered by the access cache.
+    pub access_hits: u64,
+    /// Calls of the access callback (or its default): access-cache misses.
+    pub access_calls: u64,
 }
 versioned!(udc_stats);
 
@@ -58,6 +79,15 @@ impl udc_stats {
             readdir_hits: s.readdir_hits,
             readdir_misses: s.readdir_misses,
             complete_dir_negatives: s.complete_dir_negatives,
+            rename_sections: s.rename_sections,
+            inodes_recycled: s.inodes_recycled,
+            revalidations: s.revalidations,
+            fallback_expired: s.fallback_expired,
+            fallback_verifier: s.fallback_verifier,
+            fallback_access: s.fallback_access,
+            fallback_needs_block: s.fallback_needs_block,
+            access_hits: s.access_hits,
+            access_calls: s.access_calls,
         }
     }
 
@@ -80,6 +110,15 @@ impl udc_stats {
             ("readdir_hits", self.readdir_hits),
             ("readdir_misses", self.readdir_misses),
             ("complete_dir_negatives", self.complete_dir_negatives),
+            ("rename_sections", self.rename_sections),
+            ("inodes_recycled", self.inodes_recycled),
+            ("revalidations", self.revalidations),
+            ("fallback_expired", self.fallback_expired),
+            ("fallback_verifier", self.fallback_verifier),
+            ("fallback_access", self.fallback_access),
+            ("fallback_needs_block", self.fallback_needs_block),
+            ("access_hits", self.access_hits),
+            ("access_calls", self.access_calls),
         ];
         for (name, value) in fields {
             let _ = writeln!(t, "{name} {value}");

@@ -3,7 +3,10 @@
 //! `NAME_MAX` on one-byte buffers) through every `udc_*` function, with a lookup callback and
 //! a readdir callback that answer from a script (well or badly: bad entries, bad return
 //! values, a missing or repeated `udc_fill_done`, entries past `max`, calls back into the
-//! cache).
+//! cache), and revalidate and access callbacks that do the same (any answer, any ttl, masks
+//! above 7, errnos); credentials well-formed or not (NULL, short `size`, NULL groups, more than
+//! 65536 groups on a one-element buffer), access masks with any bits, made-up stamps, and
+//! entry, negative and access timeouts of 0, 1 ms, or forever.
 //!
 //! Every buffer the library reads or writes is allocated at exactly its size, so an over-read
 //! or over-write is an AddressSanitizer report. For each call:
@@ -27,8 +30,8 @@ use std::sync::OnceLock;
 
 use arbitrary::Arbitrary;
 use libc::{
-    EBADF, EBUSY, EEXIST, EINVAL, EIO, ELOOP, EMLINK, ENAMETOOLONG, ENODATA, ENOENT, ENOSPC,
-    ENOSYS, ENOTDIR, ESTALE,
+    EACCES, EAGAIN, EBADF, EBUSY, EEXIST, EINVAL, EIO, ELOOP, EMLINK, ENAMETOOLONG, ENODATA,
+    ENOENT, ENOSPC, ENOSYS, ENOTDIR, ESTALE,
 };
 use libfuzzer_sys::fuzz_target;
 use udcache_ffi::attr::{udc_attr, udc_getattr, udc_setattr};
@@ -37,8 +40,8 @@ use udcache_ffi::handle::{
     udc_cache, udc_cache_destroy, udc_cache_new, udc_config, udc_config_init,
 };
 use udcache_ffi::lookup::{
-    UDC_MISS, UDC_NEGATIVE, UDC_POSITIVE, UDC_WALK_FOUND, udc_children, udc_lookup, udc_resolve,
-    udc_walk, udc_walk_result,
+    UDC_MISS, UDC_NEGATIVE, UDC_POSITIVE, UDC_WALK_DENIED, UDC_WALK_FOUND, udc_children,
+    udc_lookup, udc_resolve, udc_walk, udc_walk_result,
 };
 use udcache_ffi::ops::{
     udc_add, udc_add_negative, udc_count_lookup, udc_forget, udc_invalidate, udc_rename,
@@ -46,6 +49,11 @@ use udcache_ffi::ops::{
 };
 use udcache_ffi::readdir::{
     udc_dir_changed, udc_dirent, udc_fill, udc_fill_add, udc_fill_done, udc_readdir,
+};
+use udcache_ffi::reval::{
+    UDC_ACCESS_ALLOWED, UDC_ACCESS_DENIED, UDC_REVAL_NEEDS_BLOCK, UDC_REVAL_VALID,
+    UDC_TTL_CONFIGURED, UDC_TTL_FOREVER, udc_access, udc_access_stamp, udc_acl_changed, udc_cached,
+    udc_cached_access, udc_cred, udc_set_entry_timeout, udc_store_access, udc_walk_as,
 };
 use udcache_ffi::stats::{udc_stats, udc_stats_format, udc_stats_get};
 use udcache_ffi::types::udc_entry;
@@ -149,6 +157,37 @@ enum PathArg {
     Raw(Vec<u8>),
 }
 
+/// A credential argument.
+#[derive(Arbitrary, Clone, Debug)]
+enum CredArg {
+    Null,
+    Good {
+        uid: u8,
+        gid: u8,
+        groups: Vec<u32>,
+    },
+    /// `size` short by this much (at least 1).
+    Short(u8),
+    /// NULL groups with this many (at least 1).
+    NullGroups(u16),
+    /// More than 65536 groups on a one-element buffer: refused before it is read.
+    TooMany(u16),
+}
+
+/// A revalidate callback answer: its return value and what it sets `*ttl_ns` to.
+#[derive(Arbitrary, Clone, Copy, Debug)]
+struct RevalReply {
+    ret: i8,
+    ttl: u8,
+}
+
+/// A stamp argument: one `udc_access_stamp` gave, or any word.
+#[derive(Arbitrary, Clone, Copy, Debug)]
+enum StampArg {
+    Seen(u8),
+    Raw(u64),
+}
+
 #[derive(Arbitrary, Debug)]
 enum Op {
     Lookup { h: H, parent: InoArg, name: NameArg, out_null: bool },
@@ -169,7 +208,13 @@ enum Op {
     DirChanged { h: H, dir: InoArg, verifier: u64 },
     Stats { h: H, size: i8, out_null: bool },
     StatsFormat { h: H, len: u16, buf_null: bool },
-    SetOps { h: H, size: i8, lookup: bool, readdir: bool, null: bool },
+    SetOps { h: H, size: i8, lookup: bool, readdir: bool, reval: bool, access: bool, null: bool },
+    SetEntryTimeout { h: H, parent: InoArg, name: NameArg, ttl: u64 },
+    WalkAs { h: H, root: InoArg, path: PathArg, cred: CredArg, out_null: bool, size: i8 },
+    Access { h: H, ino: InoArg, cred: CredArg, mask: u32, cached: bool },
+    AccessStamp { h: H, ino: InoArg, out_null: bool },
+    StoreAccess { h: H, ino: InoArg, cred: CredArg, granted: u32, stamp: StampArg },
+    AclChanged { h: H, ino: InoArg },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -183,6 +228,8 @@ struct Cfg {
     page_entries: u8,
     /// NULL config when 0 (mod 16), NULL out pointer when 1.
     nulls: u8,
+    /// Entry, negative and access timeouts: forever, 0, 1 ms, 2^40 ns (mod 4).
+    timeouts: [u8; 3],
 }
 
 #[derive(Arbitrary, Debug)]
@@ -191,6 +238,8 @@ struct Input {
     garbage: [u8; 32],
     lookups: Vec<LookupReply>,
     fills: Vec<FillScript>,
+    revals: Vec<RevalReply>,
+    grants: Vec<Ret>,
     ops: Vec<Op>,
 }
 
@@ -253,6 +302,73 @@ impl CName {
     }
 }
 
+/// A credential as passed to C, with the buffers it points to, exactly sized.
+struct CCred {
+    cred: udc_cred,
+    _groups: Box<[u32]>,
+    null: bool,
+}
+
+impl CCred {
+    fn new(arg: &CredArg) -> Self {
+        let full = size_of::<udc_cred>();
+        let groups: Box<[u32]> = match arg {
+            CredArg::Good { groups, .. } => groups.iter().take(64).copied().collect(),
+            _ => Box::new([7]),
+        };
+        let mut cred = udc_cred {
+            size: full,
+            uid: 1000,
+            gid: 1000,
+            groups: groups.as_ptr(),
+            ngroups: groups.len(),
+        };
+        match *arg {
+            CredArg::Null => {}
+            CredArg::Good { uid, gid, .. } => {
+                (cred.uid, cred.gid) = (u32::from(uid), u32::from(gid))
+            }
+            CredArg::Short(d) => cred.size = full.saturating_sub(usize::from(d).max(1)),
+            CredArg::NullGroups(n) => {
+                (cred.groups, cred.ngroups) = (ptr::null(), usize::from(n).max(1))
+            }
+            CredArg::TooMany(n) => cred.ngroups = 65537 + usize::from(n),
+        }
+        CCred { cred, _groups: groups, null: matches!(arg, CredArg::Null) }
+    }
+
+    fn ptr(&self) -> *const udc_cred {
+        if self.null { ptr::null() } else { &self.cred }
+    }
+
+    /// The errno the header gives this credential where one is required, if it is malformed.
+    fn fault(&self) -> Option<c_int> {
+        (self.null || !self.well_formed()).then_some(EINVAL)
+    }
+
+    /// The errno where NULL is allowed (`udc_walk_as`).
+    fn fault_or_null(&self) -> Option<c_int> {
+        (!self.null && !self.well_formed()).then_some(EINVAL)
+    }
+
+    fn well_formed(&self) -> bool {
+        let c = &self.cred;
+        c.size >= size_of::<udc_cred>()
+            && c.ngroups <= 65536
+            && !(c.groups.is_null() && c.ngroups > 0)
+    }
+}
+
+/// The errno of an access mask with bits outside `UDC_MAY_*`.
+fn mask_fault(mask: u32) -> Option<c_int> {
+    (mask & !7 != 0).then_some(EINVAL)
+}
+
+/// A timeout from the input: forever, 0, 1 ms, 2^40 ns.
+fn timeout(t: u8) -> u64 {
+    [UDC_TTL_FOREVER, 0, 1_000_000, 1 << 40][usize::from(t % 4)]
+}
+
 fn ino(arg: InoArg) -> u64 {
     match arg {
         InoArg::Pick(i) => [ROOT, 2, 3, 4, 5, 0, 2, 3, SENT_DIR, SENT_FILE][usize::from(i % 10)],
@@ -302,6 +418,76 @@ fn boxed<T: Clone>(n: usize, v: T) -> Box<[T]> {
     vec![v; n].into_boxed_slice()
 }
 
+/// A path as passed to C: exactly sized (NULL with a length, parts, or raw bytes).
+struct CPath {
+    bytes: Box<[u8]>,
+    null: bool,
+    len: usize,
+}
+
+impl CPath {
+    fn new(path: &PathArg) -> Self {
+        let (bytes, null, len): (Vec<u8>, bool, usize) = match path {
+            PathArg::Null(len) => (Vec::new(), true, usize::from(*len)),
+            PathArg::Parts(parts) => {
+                let mut p = Vec::new();
+                for (i, (n, sep)) in parts.iter().take(8).enumerate() {
+                    if i > 0 || sep % 4 == 0 {
+                        p.extend(std::iter::repeat_n(b'/', usize::from(sep % 3) + 1));
+                    }
+                    match sep % 7 {
+                        5 => p.push(b'.'),
+                        6 => p.extend(b".."),
+                        _ => p.extend(&CName::new(n).buf[..]),
+                    }
+                }
+                let len = p.len();
+                (p, false, len)
+            }
+            PathArg::Raw(raw) => (raw.clone(), false, raw.len()),
+        };
+        CPath { bytes: bytes.into_boxed_slice(), null, len }
+    }
+
+    fn ptr(&self) -> *const c_char {
+        if self.null { ptr::null() } else { self.bytes.as_ptr().cast() }
+    }
+
+    /// The errnos of a walk's malformed arguments (besides a credential).
+    fn faults(
+        &self,
+        hf: Option<c_int>,
+        out_null: bool,
+        out: &udc_walk_result,
+    ) -> [Option<c_int>; 5] {
+        let component = self
+            .bytes
+            .split(|&b| b == b'/')
+            .filter(|c| !c.is_empty() && *c != b"." && *c != b"..")
+            .find_map(|c| udcache::validate_name(c).err().map(|e| e.errno()));
+        [
+            hf,
+            (self.null && self.len > 0).then_some(EINVAL),
+            out_null.then_some(EINVAL),
+            (!out_null && out.size < size_of::<udc_walk_result>()).then_some(EINVAL),
+            component,
+        ]
+    }
+
+    /// A walk's result struct agrees with its return value.
+    fn check_result(&self, r: c_int, out: &udc_walk_result) {
+        if r >= 0 {
+            assert_eq!(out.kind as c_int, r, "walk kind");
+            assert!(out.offset <= self.len, "walk offset {} past {}", out.offset, self.len);
+        }
+    }
+}
+
+/// A walk result whose `size` is its own plus `delta`.
+fn walk_out(delta: i8) -> udc_walk_result {
+    udc_walk_result { size: sized::<udc_walk_result>(delta), ..Default::default() }
+}
+
 // ---- the callbacks ---------------------------------------------------------------------------
 
 /// The filesystem behind the fuzzed cache: scripted answers, and what it saw.
@@ -317,6 +503,15 @@ struct Fs {
     readdir_errnos: RefCell<BTreeSet<c_int>>,
     /// Entries some fill accepted: `(name, ino, type, cookie)`.
     accepted: RefCell<BTreeSet<(Vec<u8>, u64, u32, u64)>>,
+    revals: Vec<RevalReply>,
+    grants: Vec<Ret>,
+    reval_calls: Cell<u64>,
+    access_calls: Cell<u64>,
+    /// The last access answer given.
+    last_grant: Cell<c_int>,
+    /// Errnos the lookup and access callbacks returned (a call that asked them may report
+    /// them).
+    callback_errnos: RefCell<BTreeSet<c_int>>,
 }
 
 impl Fs {
@@ -385,6 +580,85 @@ unsafe extern "C" fn on_lookup(
     unsafe { out.write(e) };
     let r = ret(reply.ret);
     fs.last_reply.set((r, e));
+    if r < 0 || r > 1 {
+        fs.callback_errnos.borrow_mut().insert(callback_errno(r));
+    }
+    r
+}
+
+/// The revalidate callback: checks what it is told, answers from the script (any value, any
+/// ttl), never calls the library (it may run inside a lockless walk).
+///
+/// # Safety
+///
+/// `ctx` is the running input's `Fs`; `name` points to `len` readable bytes, `cached` to a
+/// `udc_cached` and `ttl_ns` to a writable `uint64_t` (the library's side of the contract).
+unsafe extern "C" fn on_revalidate(
+    ctx: *mut c_void,
+    _parent: u64,
+    name: *const c_char,
+    len: usize,
+    cached: *const udc_cached,
+    may_block: c_int,
+    ttl_ns: *mut u64,
+) -> c_int {
+    let fs = Fs::from_ctx(ctx);
+    let n = fs.reval_calls.get();
+    fs.reval_calls.set(n + 1);
+    // SAFETY: as documented above; ASan checks the lengths.
+    let (name, cached, ttl) =
+        unsafe { (std::slice::from_raw_parts(name.cast::<u8>(), len), *cached, &mut *ttl_ns) };
+    assert!(udcache::validate_name(name).is_ok(), "revalidate got a bad name {name:?}");
+    assert_eq!(cached.size, size_of::<udc_cached>());
+    assert!(may_block == 0 || may_block == 1, "may_block {may_block}");
+    assert_eq!(*ttl, UDC_TTL_CONFIGURED, "*ttl_ns not preset");
+    assert!([0, 1].contains(&cached.negative) && [0, 1].contains(&cached.expired));
+    assert!([0, 1].contains(&cached.dir_changed));
+    assert_eq!(cached.negative == 1, cached.entry.ino == 0, "{cached:?}");
+    let Some(reply) = fs.revals.get(n as usize % fs.revals.len().max(1)).copied() else {
+        return UDC_REVAL_VALID;
+    };
+    *ttl = match reply.ttl % 5 {
+        0 => UDC_TTL_CONFIGURED,
+        1 => 0,
+        2 => UDC_TTL_FOREVER,
+        3 => 1_000_000,
+        _ => u64::from(reply.ttl) << 30,
+    };
+    match reply.ret % 8 {
+        0..=3 => UDC_REVAL_VALID,
+        4 => UDC_REVAL_NEEDS_BLOCK,
+        _ => c_int::from(reply.ret),
+    }
+}
+
+/// The access callback: checks the credential, answers from the script (masks, above 7,
+/// errnos).
+///
+/// # Safety
+///
+/// `ctx` is the running input's `Fs`; `cred` points to a `udc_cred` whose groups are readable.
+unsafe extern "C" fn on_access(ctx: *mut c_void, _ino: u64, cred: *const udc_cred) -> c_int {
+    let fs = Fs::from_ctx(ctx);
+    let n = fs.access_calls.get();
+    fs.access_calls.set(n + 1);
+    // SAFETY: the caller's credential, passed through (the library's contract).
+    let cred = unsafe { &*cred };
+    assert!(cred.size >= size_of::<udc_cred>() && cred.ngroups <= 65536);
+    if cred.ngroups > 0 {
+        // SAFETY: a well-formed credential's groups (checked by the library); ASan checks.
+        let groups = unsafe { std::slice::from_raw_parts(cred.groups, cred.ngroups) };
+        std::hint::black_box(groups.iter().sum::<u32>());
+    }
+    let r = fs.grants.get(n as usize % fs.grants.len().max(1)).map_or(7, |&g| match g {
+        Ret::Zero => 0,
+        Ret::One => 5,
+        r => ret(r),
+    });
+    fs.last_grant.set(r);
+    if r < 0 {
+        fs.callback_errnos.borrow_mut().insert(callback_errno(r));
+    }
     r
 }
 
@@ -504,9 +778,21 @@ struct World<'f> {
     last: udc_stats,
     /// `udc_resolve` misses answered `-ENOSYS` for want of a callback (counted by the cache).
     unanswered: u64,
-    /// Whether some call may have moved or dropped `sentinel/f` of the live cache.
+    /// Whether some call may have moved or dropped `sentinel/f` of the live cache (or made
+    /// it untrusted: finite entry timeouts).
     sentinel_touched: bool,
     cookies: Vec<u64>,
+    /// Whether the revalidate callback is set (else its default may call the lookup callback,
+    /// uncounted as a backend lookup).
+    reval_set: bool,
+    /// Stamps `udc_access_stamp` gave.
+    stamps: Vec<u64>,
+    /// The last well-formed credential used, for checks after a revocation.
+    last_cred: Option<CredArg>,
+    /// Access results are kept until revoked (`access_timeout_ns` forever).
+    access_forever: bool,
+    /// Some positive name may have a finite timeout (configured, set, or a revalidation's).
+    timed: bool,
 }
 
 impl World<'_> {
@@ -574,14 +860,27 @@ impl World<'_> {
             (s.readdir_hits, l.readdir_hits),
             (s.readdir_misses, l.readdir_misses),
             (s.complete_dir_negatives, l.complete_dir_negatives),
+            (s.revalidations, l.revalidations),
+            (s.fallback_expired, l.fallback_expired),
+            (s.fallback_verifier, l.fallback_verifier),
+            (s.fallback_access, l.fallback_access),
+            (s.fallback_needs_block, l.fallback_needs_block),
+            (s.access_hits, l.access_hits),
         ] {
             assert!(now >= before, "a counter went back: {before} -> {now}");
         }
-        assert_eq!(
-            s.backend_lookups,
-            self.fs.lookup_calls.get() + self.unanswered,
-            "backend_lookups against the callback's own count"
-        );
+        let calls = self.fs.lookup_calls.get() + self.unanswered;
+        if self.reval_set {
+            assert_eq!(s.backend_lookups, calls, "backend_lookups against the callback's count");
+        } else {
+            // The default revalidation looks the name up again, uncounted as a backend lookup.
+            assert!(s.backend_lookups <= calls, "more backend lookups than callback calls");
+            assert!(calls <= s.backend_lookups + s.revalidations, "uncounted lookup calls");
+        }
+        if self.reval_set {
+            assert_eq!(s.revalidations, self.fs.reval_calls.get(), "revalidations against calls");
+        }
+        assert_eq!(s.access_calls, self.fs.access_calls.get(), "access_calls against calls");
         self.last = s;
         if !self.sentinel_touched {
             let (r, w) = self.walk(self.live, b"sentinel/f");
@@ -649,6 +948,9 @@ fn make_cache(cfg: &Cfg) -> *mut udc_cache {
     };
     c.readdir_pages = usize::from(cfg.readdir_pages);
     c.readdir_page_entries = usize::from(cfg.page_entries);
+    c.entry_timeout_ns = timeout(cfg.timeouts[0]);
+    c.negative_timeout_ns = timeout(cfg.timeouts[1]);
+    c.access_timeout_ns = timeout(cfg.timeouts[2]);
     let (null_cfg, null_out) = (cfg.nulls % 16 == 0, cfg.nulls % 16 == 1);
     let bad_cfg = !null_cfg
         && (c.size < size_of::<udc_config>()
@@ -685,6 +987,9 @@ fn quiet() -> &'static Quiet {
         let c = udc_config {
             size: size_of::<udc_config>(),
             expected_entries: 64,
+            entry_timeout_ns: UDC_TTL_FOREVER,
+            negative_timeout_ns: UDC_TTL_FOREVER,
+            access_timeout_ns: UDC_TTL_FOREVER,
             ..Default::default()
         };
         let mut cache = ptr::null_mut();
@@ -737,6 +1042,12 @@ fuzz_target!(|input: Input| {
         last_reply: Cell::new((0, udc_entry::default())),
         readdir_errnos: RefCell::new(BTreeSet::new()),
         accepted: RefCell::new(BTreeSet::new()),
+        revals: input.revals.clone(),
+        grants: input.grants.clone(),
+        reval_calls: Cell::new(0),
+        access_calls: Cell::new(0),
+        last_grant: Cell::new(0),
+        callback_errnos: RefCell::new(BTreeSet::new()),
     };
     let live = make_cache(&input.cfg);
     fs.live.set(live);
@@ -759,8 +1070,15 @@ fuzz_target!(|input: Input| {
         ops_set: false,
         last: udc_stats::default(),
         unanswered: 0,
-        sentinel_touched: false,
+        // A NULL config has the defaults (forever); any other, the input's timeouts.
+        sentinel_touched: input.cfg.nulls % 16 != 0
+            && [1, 2].contains(&(input.cfg.timeouts[0] % 4)),
         cookies: Vec::new(),
+        reval_set: false,
+        stamps: Vec::new(),
+        last_cred: None,
+        access_forever: input.cfg.nulls % 16 == 0 || [0, 3].contains(&(input.cfg.timeouts[2] % 4)),
+        timed: input.cfg.nulls % 16 != 0 && input.cfg.timeouts[0] % 4 != 0,
     };
     w.last = w.stats(live);
     // The garbage handle is refused by destroy too.
@@ -805,6 +1123,7 @@ fn change_name(
 fn run(w: &mut World<'_>, op: &Op) {
     let lookup_calls = w.fs.lookup_calls.get();
     let readdir_calls = w.fs.readdir_calls.get();
+    let (reval_calls, access_calls) = (w.fs.reval_calls.get(), w.fs.access_calls.get());
     match op {
         Op::Lookup { h, parent, name, out_null } => {
             let (c, hf) = w.handle(*h);
@@ -823,15 +1142,25 @@ fn run(w: &mut World<'_>, op: &Op) {
         Op::Resolve { h, parent, name, out_null } => {
             let (c, hf) = w.handle(*h);
             let (parent, name) = (ino(*parent), CName::new(name));
-            let before = w.stats(w.live).backend_lookups;
+            let before = w.stats(w.live);
             let mut e = udc_entry::default();
             let out: *mut udc_entry = if *out_null { ptr::null_mut() } else { &mut e };
             // SAFETY: as for lookup.
             let r = unsafe { udc_resolve(c, parent, name.ptr(), name.len, out) };
             let faults = [hf, name.fault(), out_null.then_some(EINVAL)];
             let called = w.fs.lookup_calls.get() - lookup_calls;
-            let counted = w.stats(w.live).backend_lookups - before;
-            if called == 1 {
+            let after = w.stats(w.live);
+            let counted = after.backend_lookups - before.backend_lookups;
+            if after.revalidations > before.revalidations {
+                // A stale name was revalidated first (maybe by a lookup, maybe dropped and
+                // looked up again): only the documented results.
+                let mut errs = vec![ESTALE, ENOTDIR, EMLINK, EIO, EEXIST, ENOSYS];
+                errs.extend(w.fs.callback_errnos.borrow().iter());
+                expect("resolve (revalidated)", r, &faults, UDC_POSITIVE..=UDC_NEGATIVE, &errs);
+                if r == -ENOSYS {
+                    w.unanswered += counted.saturating_sub(called);
+                }
+            } else if called == 1 {
                 let (reply, given) = w.fs.last_reply.get();
                 match reply {
                     // An entry the cache refuses to file is the callback's broken contract.
@@ -874,49 +1203,34 @@ fn run(w: &mut World<'_>, op: &Op) {
         }
         Op::Walk { h, root, path, out_null, size } => {
             let (c, hf) = w.handle(*h);
-            let root = ino(*root);
-            let (bytes, null, len): (Vec<u8>, bool, usize) = match path {
-                PathArg::Null(len) => (Vec::new(), true, usize::from(*len)),
-                PathArg::Parts(parts) => {
-                    let mut p = Vec::new();
-                    for (i, (n, sep)) in parts.iter().take(8).enumerate() {
-                        if i > 0 || sep % 4 == 0 {
-                            p.extend(std::iter::repeat_n(b'/', usize::from(sep % 3) + 1));
-                        }
-                        match sep % 7 {
-                            5 => p.push(b'.'),
-                            6 => p.extend(b".."),
-                            _ => p.extend(&CName::new(n).buf[..]),
-                        }
-                    }
-                    let len = p.len();
-                    (p, false, len)
-                }
-                PathArg::Raw(raw) => (raw.clone(), false, raw.len()),
-            };
-            let bytes = bytes.into_boxed_slice();
-            let path_ptr: *const c_char = if null { ptr::null() } else { bytes.as_ptr().cast() };
-            let mut out =
-                udc_walk_result { size: sized::<udc_walk_result>(*size), ..Default::default() };
+            let (p, mut out) = (CPath::new(path), walk_out(*size));
             let out_ptr: *mut udc_walk_result = if *out_null { ptr::null_mut() } else { &mut out };
             // SAFETY: a handle as made; NULL or `len` readable bytes; NULL or a writable result.
-            let r = unsafe { udc_walk(c, root, path_ptr, len, out_ptr) };
-            let component = bytes
-                .split(|&b| b == b'/')
-                .filter(|c| !c.is_empty() && *c != b"." && *c != b"..")
-                .find_map(|c| udcache::validate_name(c).err().map(|e| e.errno()));
-            let faults = [
-                hf,
-                (null && len > 0).then_some(EINVAL),
-                out_null.then_some(EINVAL),
-                (!*out_null && out.size < size_of::<udc_walk_result>()).then_some(EINVAL),
-                component,
-            ];
+            let r = unsafe { udc_walk(c, ino(*root), p.ptr(), p.len, out_ptr) };
+            let faults = p.faults(hf, *out_null, &out);
             expect("walk", r, &faults, 0..=4, &[ESTALE]);
-            if r >= 0 {
-                assert_eq!(out.kind as c_int, r, "walk kind");
-                assert!(out.offset <= len, "walk offset {} past {len}", out.offset);
+            p.check_result(r, &out);
+        }
+        Op::WalkAs { h, root, path, cred, out_null, size } => {
+            let (c, hf) = w.handle(*h);
+            let (p, mut out, cr) = (CPath::new(path), walk_out(*size), CCred::new(cred));
+            let out_ptr: *mut udc_walk_result = if *out_null { ptr::null_mut() } else { &mut out };
+            let access_calls = w.fs.access_calls.get();
+            // SAFETY: a handle as made; NULL or `len` readable bytes; NULL or a credential;
+            // NULL or a writable result.
+            let r = unsafe { udc_walk_as(c, ino(*root), p.ptr(), p.len, cr.ptr(), out_ptr) };
+            let mut faults = p.faults(hf, *out_null, &out).to_vec();
+            faults.push(cr.fault_or_null());
+            let mut errs = vec![ESTALE, ENOTDIR, EAGAIN, EIO, EMLINK, EEXIST, ENOSYS];
+            errs.extend(w.fs.callback_errnos.borrow().iter());
+            expect("walk_as", r, &faults, 0..=5, &errs);
+            p.check_result(r, &out);
+            if cr.null {
+                assert_eq!(w.fs.access_calls.get(), access_calls, "access asked with no cred");
+                assert_ne!(r, UDC_WALK_DENIED as c_int, "denied with no credential");
             }
+            // A revalidation may drop or refresh any name, the sentinel's too.
+            w.sentinel_touched |= r >= 0 || r == -EAGAIN;
         }
         Op::Children { h, dir, stop_after } => {
             let (c, hf) = w.handle(*h);
@@ -938,7 +1252,10 @@ fn run(w: &mut World<'_>, op: &Op) {
                 assert_eq!(names.len(), visit.seen.len(), "a child visited twice");
                 for (name, e) in &visit.seen {
                     assert!(udcache::validate_name(name).is_ok(), "child name {name:?}");
-                    assert_eq!(w.lookup(dir, name), (UDC_POSITIVE, e.ino), "child {name:?}");
+                    let found = w.lookup(dir, name);
+                    // An untrusted child (its timeout passed) is a miss until revalidated.
+                    let untrusted = w.timed && found == (UDC_MISS, 0);
+                    assert!(found == (UDC_POSITIVE, e.ino) || untrusted, "child {name:?}");
                 }
             }
         }
@@ -1167,13 +1484,15 @@ fn run(w: &mut World<'_>, op: &Op) {
                 assert!(!buf[..n].contains(&0), "a NUL inside the stats text");
             }
         }
-        Op::SetOps { h, size, lookup, readdir, null } => {
+        Op::SetOps { h, size, lookup, readdir, reval, access, null } => {
             let (c, hf) = w.handle(*h);
             let ops = udc_ops {
                 size: sized::<udc_ops>(*size),
                 lookup: lookup.then_some(on_lookup as _),
                 readdir: readdir.then_some(on_readdir as _),
                 ctx: (w.fs as *const Fs).cast_mut().cast(),
+                revalidate: reval.then_some(on_revalidate as _),
+                access: access.then_some(on_access as _),
             };
             let p: *const udc_ops = if *null { ptr::null() } else { &ops };
             let small = (!*null && ops.size < size_of::<udc_ops>()).then_some(EINVAL);
@@ -1185,17 +1504,127 @@ fn run(w: &mut World<'_>, op: &Op) {
             } else {
                 expect("set_ops", r, &[hf, null.then_some(EINVAL), small], 0..=0, &[]);
             }
+            w.reval_set |= r == 0 && *reval;
+            w.timed |= w.reval_set;
             w.ops_set |= r == 0;
+        }
+        Op::SetEntryTimeout { h, parent, name, ttl } => {
+            let (c, hf) = w.handle(*h);
+            let (parent, name) = (ino(*parent), CName::new(name));
+            let before = w.snapshot(&[(parent, &name)]);
+            // SAFETY: a handle as made; a name of its length.
+            let r = unsafe { udc_set_entry_timeout(c, parent, name.ptr(), name.len, *ttl) };
+            expect("set_entry_timeout", r, &[hf, name.fault()], 0..=0, &[ESTALE, ENOTDIR, ENOENT]);
+            w.timed |= r == 0 && *ttl != UDC_TTL_FOREVER;
+            if r != 0 || *ttl == UDC_TTL_FOREVER {
+                // Refused, or trusted for ever: a fresh name stays as it was.
+                let after = w.snapshot(&[(parent, &name)]);
+                assert_eq!((after.0, after.1, after.2), (before.0, before.1, before.2));
+                if r != 0 || before.3.first().is_some_and(|&(k, _)| k != UDC_MISS) {
+                    assert_eq!(after.3, before.3, "set_entry_timeout changed the answer");
+                }
+            }
+            w.touches_sentinel(&[parent], &[&name]);
+        }
+        Op::Access { h, ino: i, cred, mask, cached } => {
+            let (c, hf) = w.handle(*h);
+            let (i, cr) = (ino(*i), CCred::new(cred));
+            let calls = w.fs.access_calls.get();
+            let faults = [hf, cr.fault(), mask_fault(*mask)];
+            if *cached {
+                // SAFETY: a handle as made; NULL or a credential.
+                let r = unsafe { udc_cached_access(c, i, cr.ptr(), *mask) };
+                let ok = UDC_MISS..=UDC_ACCESS_DENIED;
+                expect("cached_access", r, &faults, ok, &[ESTALE]);
+                assert_eq!(w.fs.access_calls.get(), calls, "cached_access asked the callback");
+            } else {
+                // SAFETY: as above.
+                let r = unsafe { udc_access(c, i, cr.ptr(), *mask) };
+                let mut errs = vec![EACCES, ESTALE, EIO];
+                errs.extend(w.fs.callback_errnos.borrow().iter());
+                expect("access", r, &faults, 0..=0, &errs);
+                if w.fs.access_calls.get() > calls {
+                    assert_eq!(w.fs.access_calls.get(), calls + 1, "one access call per miss");
+                    let g = w.fs.last_grant.get();
+                    let want = match g {
+                        0..=7 if g as u32 & *mask == *mask => 0,
+                        0..=7 => -EACCES,
+                        g if g < 0 => -callback_errno(g),
+                        _ => -EIO,
+                    };
+                    assert_eq!(r, want, "access after the callback answered {g}");
+                }
+            }
+            if cr.fault().is_none() {
+                w.last_cred = Some(cred.clone());
+            }
+            if faults.iter().any(Option::is_some) {
+                assert_eq!(w.fs.access_calls.get(), calls, "a refused access asked the callback");
+            }
+        }
+        Op::AccessStamp { h, ino: i, out_null } => {
+            let (c, hf) = w.handle(*h);
+            let mut stamp = 0x5eed_u64;
+            let out: *mut u64 = if *out_null { ptr::null_mut() } else { &mut stamp };
+            // SAFETY: a handle as made; NULL or a writable uint64_t.
+            let r = unsafe { udc_access_stamp(c, ino(*i), out) };
+            expect("access_stamp", r, &[hf, out_null.then_some(EINVAL)], 0..=0, &[ESTALE]);
+            if r == 0 {
+                w.stamps.push(stamp);
+                w.stamps.truncate(32);
+            } else {
+                assert_eq!(stamp, 0x5eed, "a refused access_stamp wrote its output");
+            }
+        }
+        Op::StoreAccess { h, ino: i, cred, granted, stamp } => {
+            let (c, hf) = w.handle(*h);
+            let (i, cr) = (ino(*i), CCred::new(cred));
+            let stamp = match *stamp {
+                StampArg::Seen(k) if !w.stamps.is_empty() => {
+                    w.stamps[usize::from(k) % w.stamps.len()]
+                }
+                StampArg::Seen(k) => u64::from(k),
+                StampArg::Raw(r) => r,
+            };
+            let faults = [hf, cr.fault(), mask_fault(*granted)];
+            // SAFETY: a handle as made; NULL or a credential.
+            let r = unsafe { udc_store_access(c, i, cr.ptr(), *granted, stamp) };
+            expect("store_access", r, &faults, 0..=1, &[ESTALE]);
+            if r == 1 && w.access_forever {
+                // SAFETY: a live handle and a well-formed credential.
+                let now = unsafe { udc_cached_access(w.live, i, cr.ptr(), *granted) };
+                assert_eq!(now, UDC_ACCESS_ALLOWED, "a stored result is not found");
+            }
+            if cr.fault().is_none() {
+                w.last_cred = Some(cred.clone());
+            }
+        }
+        Op::AclChanged { h, ino: i } => {
+            let (c, hf) = w.handle(*h);
+            let i = ino(*i);
+            // SAFETY: a handle as made.
+            let r = unsafe { udc_acl_changed(c, i) };
+            expect("acl_changed", r, &[hf], 0..=0, &[ESTALE]);
+            if let (0, Some(cred)) = (r, &w.last_cred) {
+                let cr = CCred::new(cred);
+                // SAFETY: a live handle and a well-formed credential.
+                let now = unsafe { udc_cached_access(w.live, i, cr.ptr(), 0) };
+                assert_eq!(now, UDC_MISS, "an access result survived its revocation");
+            }
         }
     }
     let faulty = match op {
         Op::Lookup { h, .. }
         | Op::Resolve { h, .. }
         | Op::Readdir { h, .. }
-        | Op::Children { h, .. } => w.handle(*h).1.is_some(),
+        | Op::Children { h, .. }
+        | Op::WalkAs { h, .. }
+        | Op::Access { h, .. } => w.handle(*h).1.is_some(),
         _ => false,
     };
     if faulty {
+        assert_eq!(w.fs.reval_calls.get(), reval_calls, "a callback ran for a bad handle");
+        assert_eq!(w.fs.access_calls.get(), access_calls, "a callback ran for a bad handle");
         assert_eq!(w.fs.lookup_calls.get(), lookup_calls, "a callback ran for a bad handle");
         assert_eq!(w.fs.readdir_calls.get(), readdir_calls, "a callback ran for a bad handle");
     }

@@ -137,11 +137,45 @@ impl std::ops::BitOr for Mask {
 
 /// The state of an inode's access results when a caller started computing rights (see
 /// [`Dcache::access_stamp`]).
+///
+/// It names the inode object (32 bits of its address: a recycled object is renewed, its
+/// generation moving on) and its access generation. Two inode objects whose addresses differ by
+/// a multiple of 32 GiB share the object part, so a stamp taken on one file matches another
+/// file under the same number only if both that and the generation agree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AccessStamp {
-    /// The inode object's address: a recycled object is renewed (its generation moves on).
-    object: usize,
+    object: u32,
     generation: u32,
+}
+
+impl AccessStamp {
+    /// The stamp of the inode object `inode` as it is now.
+    fn of(inode: &crate::Inode) -> Self {
+        // The address in units of the inode's alignment, truncated to 32 bits (see the type).
+        let object = std::ptr::from_ref(inode) as usize / align_of::<crate::Inode>();
+        AccessStamp { object: object as u32, generation: inode.access.generation() }
+    }
+
+    /// The stamp as one word (for a C caller, say): lossless, see [`AccessStamp::from_raw`].
+    ///
+    /// ```
+    /// use udcache::{AccessStamp, Config, Dcache, ROOT_INO};
+    /// let cache = Dcache::new(Config::for_entries(16));
+    /// let stamp = cache.access_stamp(ROOT_INO).unwrap();
+    /// assert_eq!(AccessStamp::from_raw(stamp.to_raw()), stamp);
+    /// ```
+    pub fn to_raw(self) -> u64 {
+        u64::from(self.object) << 32 | u64::from(self.generation)
+    }
+
+    /// The stamp whose [`AccessStamp::to_raw`] is `raw`. Any word is accepted: a forged or
+    /// corrupted one is never dereferenced, only compared, so at worst
+    /// [`Dcache::store_access`] refuses the result (no match) or, if the word matches the
+    /// inode's current state, files it as a fresh stamp would — a result the caller computed
+    /// before a revocation may then be stored (stale), which is the caller's mistake to avoid.
+    pub fn from_raw(raw: u64) -> Self {
+        AccessStamp { object: (raw >> 32) as u32, generation: raw as u32 }
+    }
 }
 
 /// One cached result.
@@ -340,9 +374,7 @@ impl Dcache {
     /// Errors: [`Error::UnknownInode`].
     pub fn access_stamp(&self, ino: u64) -> Result<AccessStamp, Error> {
         let guard = epoch::pin();
-        let inode = self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?;
-        let object = std::ptr::from_ref(inode) as usize;
-        Ok(AccessStamp { object, generation: inode.access.generation() })
+        Ok(AccessStamp::of(self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?))
     }
 
     /// Files the rights `allowed` of `cred` on `ino`, computed after `stamp` was taken, for
@@ -372,7 +404,7 @@ impl Dcache {
         stamp: AccessStamp,
     ) -> Result<bool, Error> {
         let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
-        if std::ptr::from_ref(&*inode) as usize != stamp.object {
+        if AccessStamp::of(&inode).object != stamp.object {
             return Ok(false);
         }
         let expiry = self.ticks.expiry(self.timeouts.access);
@@ -431,5 +463,27 @@ mod tests {
         assert_eq!(c.lookup(&two, &ticks), None);
         c.store(granted(7, 0)); // filled before the revocation: not filed
         assert_eq!(c.lookup(&granted(7, 0).cred, &ticks), None);
+    }
+
+    /// A raw stamp round-trips; a forged one is refused unless it matches the inode's current
+    /// state, and then (the worst it can do) files a result computed before a revocation.
+    #[test]
+    fn forged_raw_stamps_are_refused_or_stale_never_worse() {
+        use crate::{Config, ROOT_INO};
+        let cache = Dcache::new(Config::for_entries(16));
+        let me = Cred::new(1000, 1000, &[]);
+        let stamp = cache.access_stamp(ROOT_INO).unwrap();
+        assert_eq!(AccessStamp::from_raw(stamp.to_raw()), stamp);
+        for forged in [0, u64::MAX, stamp.to_raw() ^ 1 << 40, stamp.to_raw() + 1] {
+            let forged = AccessStamp::from_raw(forged);
+            assert_eq!(cache.store_access(ROOT_INO, &me, Mask::ALL, forged), Ok(false));
+        }
+        assert_eq!(cache.cached_access(ROOT_INO, &me, Mask::READ), Ok(None), "nothing filed");
+        cache.acl_changed(ROOT_INO).unwrap();
+        // The generation a stamp would have now: accepted, though computed before the change.
+        let next = AccessStamp::from_raw(stamp.to_raw() + 1);
+        assert_eq!(next, cache.access_stamp(ROOT_INO).unwrap());
+        assert_eq!(cache.store_access(ROOT_INO, &me, Mask::READ, next), Ok(true));
+        assert_eq!(cache.cached_access(ROOT_INO, &me, Mask::READ), Ok(Some(true)));
     }
 }

@@ -90,7 +90,8 @@ impl Attr {
 }
 
 /// An inode's attributes under a sequence count. `valid_until` is in the cache's clock
-/// (nanoseconds since the cache was made); 0 means never set.
+/// (nanoseconds since the cache was made, `Ticks::elapsed_ns`); 0 means never set, `u64::MAX`
+/// never expires.
 pub(crate) struct AttrCell(SeqWords<WORDS>);
 
 impl AttrCell {

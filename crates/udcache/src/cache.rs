@@ -38,7 +38,7 @@
 use std::mem::ManuallyDrop;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use udcache_gp::GpPool;
 use udcache_readdir::ReaddirCache;
@@ -129,7 +129,8 @@ impl Config {
         self
     }
 
-    /// The clock those timeouts run on (default [`CoarseClock`]; a
+    /// The clock those timeouts and attribute expiries ([`Dcache::setattr`]) run on (default
+    /// [`CoarseClock`]; a
     /// [`ManualClock`](crate::clock::ManualClock) for simulated time).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = SharedClock(clock);
@@ -197,7 +198,6 @@ pub struct Dcache {
     pub(crate) events: Events,
     pub(crate) inflight: Inflight,
     unlink: UnlinkPolicy,
-    clock: Instant,
     pub(crate) readdir_cache: ReaddirCache,
     pool: ManuallyDrop<Box<GpPool<Inode>>>,
     pub(crate) ticks: Ticks,
@@ -220,7 +220,6 @@ impl Dcache {
             events: Events::new(),
             inflight: Inflight::new(),
             unlink: config.unlink,
-            clock: Instant::now(),
             readdir_cache: ReaddirCache::new(config.readdir_pages, config.page_entries),
             pool: ManuallyDrop::new(crate::recycle::new_pool()),
             ticks: Ticks::new(config.clock.0),
@@ -650,39 +649,40 @@ impl Dcache {
         }
     }
 
-    fn now(&self) -> u64 {
-        self.clock.elapsed().as_nanos() as u64
-    }
-
     /// The cached attributes of `ino` if they have not expired (`Ok(None)`: expired or never
     /// set). One consistent snapshot, read without locks while a writer may be updating it.
     pub fn getattr(&self, ino: u64) -> Result<Option<Attr>, Error> {
         let guard = epoch::pin();
         let inode = self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?;
         let (attr, until) = inode.attr_words();
-        Ok((until > self.now()).then_some(attr))
+        // `until` is 0 if never set, so never after now; NEVER_NS is after every now.
+        Ok((until > self.ticks.elapsed_ns()).then_some(attr))
     }
 
-    /// Caches `attr` for `ino` until `valid_until`. A change of mode, owner or group forgets
-    /// every cached access result of the inode (see [`crate::access`]) before this returns.
+    /// Caches `attr` for `ino` for `ttl` from now on the cache's [`Clock`] (nanosecond
+    /// precision; `Duration::ZERO`: expired at once; `Duration::MAX`: never expires). A change
+    /// of mode, owner or group forgets every cached access result of the inode (see
+    /// [`crate::access`]) before this returns.
     ///
     /// Errors: [`Error::UnknownInode`].
     ///
     /// ```
-    /// use std::time::{Duration, Instant};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use udcache::clock::ManualClock;
     /// use udcache::{Attr, Config, Dcache, ROOT_INO};
-    /// let cache = Dcache::new(Config::for_entries(16));
+    /// let clock = Arc::new(ManualClock::new());
+    /// let cache = Dcache::new(Config::for_entries(16).with_clock(clock.clone()));
     /// let attr = Attr { size: 4096, mode: 0o40755, nlink: 2, ..Attr::default() };
-    /// cache.setattr(ROOT_INO, &attr, Instant::now() + Duration::from_secs(1)).unwrap();
+    /// cache.setattr(ROOT_INO, &attr, Duration::from_secs(1)).unwrap();
     /// assert_eq!(cache.getattr(ROOT_INO).unwrap(), Some(attr));
-    /// cache.setattr(ROOT_INO, &attr, Instant::now()).unwrap(); // expires at once
+    /// clock.advance(Duration::from_secs(1)); // the second has passed
     /// assert_eq!(cache.getattr(ROOT_INO).unwrap(), None);
     /// ```
-    pub fn setattr(&self, ino: u64, attr: &Attr, valid_until: Instant) -> Result<(), Error> {
+    pub fn setattr(&self, ino: u64, attr: &Attr, ttl: Duration) -> Result<(), Error> {
         let guard = epoch::pin();
         let inode = self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?;
-        let nanos = valid_until.saturating_duration_since(self.clock).as_nanos();
-        let until = u64::try_from(nanos).unwrap_or(u64::MAX);
+        let until = self.ticks.expiry_ns(ttl);
         let (old, _) = inode.attr_words();
         inode.attr.write(attr, until);
         if (old.mode, old.uid, old.gid) != (attr.mode, attr.uid, attr.gid) {

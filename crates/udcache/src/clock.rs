@@ -1,5 +1,6 @@
-//! Time for entry and access expiry: a monotonic [`Clock`] of the caller's choice, read by the
-//! cache as coarse 32-bit ticks.
+//! Time for entry, access and attribute expiry: a monotonic [`Clock`] of the caller's choice,
+//! read by the cache as coarse 32-bit ticks (entries, access results) or as nanoseconds
+//! (attributes, whose expiry has a 64-bit word of its own: see `Ticks::expiry_ns`).
 //!
 //! # Ticks
 //!
@@ -100,6 +101,9 @@ const TICK_SHIFT: u32 = 24;
 /// The expiry that never comes.
 pub(crate) const NEVER: u32 = u32::MAX;
 
+/// The nanosecond expiry that never comes (see [`Ticks::expiry_ns`]).
+pub(crate) const NEVER_NS: u64 = u64::MAX;
+
 /// The last tick the clock reads as (it saturates there).
 const LAST: u32 = u32::MAX - 1;
 
@@ -116,13 +120,30 @@ impl Ticks {
         Ticks { clock, origin }
     }
 
-    fn elapsed_ns(&self) -> u128 {
+    fn elapsed(&self) -> u128 {
         self.clock.now().saturating_sub(self.origin).as_nanos()
+    }
+
+    /// Nanoseconds since the cache was made, saturating at `u64::MAX - 1` (584 years), so that
+    /// `u64::MAX` stays free for "never" (see [`Ticks::expiry_ns`]).
+    pub(crate) fn elapsed_ns(&self) -> u64 {
+        u64::try_from(self.elapsed()).map_or(NEVER_NS - 1, |ns| ns.min(NEVER_NS - 1))
+    }
+
+    /// The expiry, in [`Ticks::elapsed_ns`]'s nanoseconds, of something trusted for `ttl` from
+    /// now: [`NEVER_NS`] for `Duration::MAX`. Nanosecond precision, for attributes (whose
+    /// expiry has a word of its own); saturates at `u64::MAX - 1`.
+    pub(crate) fn expiry_ns(&self, ttl: Duration) -> u64 {
+        if ttl == Duration::MAX {
+            return NEVER_NS;
+        }
+        let ttl = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
+        self.elapsed_ns().saturating_add(ttl).min(NEVER_NS - 1)
     }
 
     /// The current tick.
     pub(crate) fn now(&self) -> u32 {
-        to_tick(self.elapsed_ns())
+        to_tick(self.elapsed())
     }
 
     /// The expiry of something trusted for `ttl` from now: [`NEVER`] for `Duration::MAX`.
@@ -130,7 +151,7 @@ impl Ticks {
         if ttl == Duration::MAX {
             return NEVER;
         }
-        to_tick(self.elapsed_ns().saturating_add(ttl.as_nanos()))
+        to_tick(self.elapsed().saturating_add(ttl.as_nanos()))
     }
 }
 
@@ -166,6 +187,20 @@ mod tests {
         clock.advance(Duration::from_secs(3 * 365 * 86_400)); // past the horizon
         assert_eq!(t.now(), LAST);
         assert_eq!(t.expiry(Duration::from_secs(1)), LAST); // expired: LAST is not before LAST
+    }
+
+    #[test]
+    fn nanosecond_expiries_are_exact_and_saturate() {
+        let clock = Arc::new(ManualClock::new());
+        clock.advance(Duration::from_secs(5));
+        let t = Ticks::new(clock.clone());
+        assert_eq!(t.elapsed_ns(), 0);
+        assert_eq!(t.expiry_ns(Duration::from_nanos(7)), 7);
+        assert_eq!(t.expiry_ns(Duration::MAX), NEVER_NS);
+        assert_eq!(t.expiry_ns(Duration::from_secs(u64::MAX)), NEVER_NS - 1);
+        clock.advance(Duration::from_nanos(3));
+        assert_eq!(t.elapsed_ns(), 3);
+        assert_eq!(t.expiry_ns(Duration::ZERO), 3);
     }
 
     #[test]

@@ -57,13 +57,40 @@ pub trait Filesystem: Send + Sync {
     /// may wait or I/O, and say [`Revalidate::NeedsBlock`] otherwise; the cache asks again
     /// with `may_block` true. See [`crate::reval`].
     ///
-    /// The default blocks for everything: it says `NeedsBlock`, then asks
-    /// [`lookup`](Self::lookup) and compares inode numbers.
+    /// The default, [`defaults::revalidate`], blocks for everything: it says `NeedsBlock`,
+    /// then asks [`lookup`](Self::lookup) and compares inode numbers.
     fn revalidate(&self, parent: u64, name: &[u8], cached: Cached, may_block: bool) -> Revalidate {
+        defaults::revalidate(self, parent, name, cached, may_block)
+    }
+
+    /// The rights `cred` has on `ino` (all three asked at once; the cache keeps the answer).
+    /// Called with no cache lock held. The default, [`defaults::access`], grants everything
+    /// (a filesystem without permissions of its own).
+    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, i32> {
+        defaults::access(ino, cred)
+    }
+}
+
+/// The default behaviours of [`Filesystem`]'s provided methods, callable by an implementation
+/// that overrides a method but wants the default in some cases (an adapter whose callback is
+/// optional, say).
+pub mod defaults {
+    use super::{Cached, Cred, Filesystem, Mask, Revalidate};
+
+    /// [`Filesystem::revalidate`]'s default: `NeedsBlock` when it may not block; else a fresh
+    /// `fs.lookup` of the name, `Valid` (for the configured timeout) if it names the same
+    /// inode number as `cached` (or is negative again), `Invalid` otherwise or on an error.
+    pub fn revalidate<F: Filesystem + ?Sized>(
+        fs: &F,
+        parent: u64,
+        name: &[u8],
+        cached: Cached,
+        may_block: bool,
+    ) -> Revalidate {
         if !may_block {
             return Revalidate::NeedsBlock;
         }
-        match self.lookup(parent, name) {
+        match fs.lookup(parent, name) {
             Ok(now) if now.map(|s| s.ino) == cached.inode.map(|s| s.ino) => {
                 Revalidate::Valid { ttl: None }
             }
@@ -71,10 +98,8 @@ pub trait Filesystem: Send + Sync {
         }
     }
 
-    /// The rights `cred` has on `ino` (all three asked at once; the cache keeps the answer).
-    /// Called with no cache lock held. The default grants everything (a filesystem without
-    /// permissions of its own).
-    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, i32> {
+    /// [`Filesystem::access`]'s default: every right, for everyone.
+    pub fn access(ino: u64, cred: &Cred) -> Result<Mask, i32> {
         let _ = (ino, cred);
         Ok(Mask::ALL)
     }

@@ -1,7 +1,9 @@
 //! Every operation, its success paths and its refusals (which must change nothing).
 
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
+use udcache::clock::ManualClock;
 use udcache::{
     Attr, Config, Dcache, Error, FileType, InodeSpec, InvalidName, Lookup, ROOT_INO, RenameMode,
     Stats, UnlinkPolicy, Walk, epoch,
@@ -245,13 +247,32 @@ fn attributes_with_expiry() {
     c.add(ROOT_INO, b"f", file(2)).unwrap();
     assert_eq!(c.getattr(2), Ok(None), "never set");
     let a = Attr { size: 10, mode: 0o100600, nlink: 1, mtime: (5, 6), ..Attr::default() };
-    c.setattr(2, &a, Instant::now() + Duration::from_secs(60)).unwrap();
+    c.setattr(2, &a, Duration::from_secs(60)).unwrap();
     assert_eq!(c.getattr(2), Ok(Some(a)));
-    c.setattr(2, &a, Instant::now() + Duration::from_millis(20)).unwrap();
-    std::thread::sleep(Duration::from_millis(30));
-    assert_eq!(c.getattr(2), Ok(None), "expired");
-    assert_eq!(c.setattr(99, &a, Instant::now()), Err(Error::UnknownInode(99)));
+    c.setattr(2, &a, Duration::ZERO).unwrap();
+    assert_eq!(c.getattr(2), Ok(None), "expired at once");
+    assert_eq!(c.setattr(99, &a, Duration::MAX), Err(Error::UnknownInode(99)));
     assert_eq!(c.getattr(99), Err(Error::UnknownInode(99)));
+}
+
+/// Attribute expiry runs on the configured clock, to the nanosecond, whatever real time does.
+#[test]
+fn attributes_expire_on_the_configured_clock() {
+    let clock = Arc::new(ManualClock::new());
+    let c = Dcache::new(Config::for_entries(64).with_clock(clock.clone()));
+    c.add(ROOT_INO, b"f", file(2)).unwrap();
+    let a = Attr { size: 10, mode: 0o100600, nlink: 1, ..Attr::default() };
+    let ttl = Duration::from_millis(1500);
+    c.setattr(2, &a, ttl).unwrap();
+    std::thread::sleep(Duration::from_millis(20)); // real time passing changes nothing
+    assert_eq!(c.getattr(2), Ok(Some(a)));
+    clock.advance(ttl - Duration::from_nanos(1));
+    assert_eq!(c.getattr(2), Ok(Some(a)), "one nanosecond before the ttl");
+    clock.advance(Duration::from_nanos(1));
+    assert_eq!(c.getattr(2), Ok(None), "the ttl has passed");
+    c.setattr(2, &a, Duration::MAX).unwrap();
+    clock.advance(Duration::from_secs(100 * 365 * 86_400));
+    assert_eq!(c.getattr(2), Ok(Some(a)), "Duration::MAX never expires");
 }
 
 #[test]

@@ -108,8 +108,7 @@ fn change(cache: &Dcache, truth: &Truth, rng: &mut Rng, verifier: &mut u64) {
             cache.acl_changed(DIR).unwrap();
         } else {
             let mode = 0o40000 | (v % 0o1000) as u32; // a new mode each time: a change
-            let until = std::time::Instant::now() + Duration::from_secs(60);
-            cache.setattr(DIR, &Attr { mode, ..Attr::default() }, until).unwrap();
+            cache.setattr(DIR, &Attr { mode, ..Attr::default() }, Duration::from_secs(60)).unwrap();
         }
         truth.acl_announced.store(v, Ordering::SeqCst);
         return;
