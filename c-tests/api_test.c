@@ -1013,10 +1013,17 @@ static void test_revalidate(void) {
     CHECK_EQ(udc_stats_get(c, &s), 0);
     CHECK_EQ(s.fallback_needs_block, 1);
     CHECK_EQ(s.revalidations, 6);
-    /* ...but a blocking answer of ttl 0 never makes the name trusted by a lockless walk. */
+    /* A blocking answer of ttl 0 ("revalidate at every use") serves the walk that asked, and
+     * only it: each walk asks once more (twice: without blocking, then blocking). */
     fs.ttl = 0;
     CHECK_EQ(udc_set_entry_timeout(c, 2, S("f"), 0), 0);
-    CHECK_EQ(walk_as(c, "d/f", NULL, &w), -EAGAIN);
+    CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_FOUND);
+    CHECK_EQ(w.entry.ino, 3);
+    CHECK_EQ(fs.reval_calls, 8);
+    CHECK_EQ(fs.reval_blocking, 2);
+    CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_FOUND);
+    CHECK_EQ(fs.reval_calls, 10);
+    CHECK_EQ(fs.reval_blocking, 3);
     CHECK_EQ(udc_resolve(c, 2, S("f"), &out), UDC_POSITIVE); /* udc_resolve revalidates and answers */
     CHECK_EQ(out.ino, 3);
     CHECK_EQ(udc_forget(c, 3, 1), 0);
@@ -1078,7 +1085,7 @@ static void test_revalidate(void) {
     udc_cache_destroy(c);
 
     /* Configured timeouts of 0 with no revalidate callback (the default: block, then compare a
-     * fresh lookup): udc_resolve works, udc_walk_as cannot trust the name (documented). */
+     * fresh lookup): udc_resolve and udc_walk_as both ask once per use. */
     udc_config cfg;
     udc_config_init(&cfg);
     CHECK_EQ(cfg.entry_timeout_ns, UINT64_MAX);
@@ -1092,9 +1099,13 @@ static void test_revalidate(void) {
     CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("d"), &out), UDC_POSITIVE);
     CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("d"), &out), UDC_POSITIVE); /* revalidated */
     CHECK_EQ(plain.lookup_calls, 2);
-    CHECK_EQ(walk_as(c, "d", NULL, &w), -EAGAIN);
+    CHECK_EQ(walk_as(c, "d", NULL, &w), UDC_WALK_FOUND);
+    CHECK_EQ(w.entry.ino, 2);
+    CHECK_EQ(plain.lookup_calls, 3);
+    CHECK_EQ(walk_as(c, "d", NULL, &w), UDC_WALK_FOUND);
+    CHECK_EQ(plain.lookup_calls, 4);
     CHECK_EQ(udc_stats_get(c, &s), 0);
-    CHECK(s.revalidations >= 2 && s.fallback_needs_block >= 1);
+    CHECK(s.revalidations >= 2 && s.fallback_needs_block >= 2);
     udc_cache_destroy(c);
 }
 

@@ -12,7 +12,8 @@ use std::ffi::{c_char, c_int, c_void};
 
 use dcache::readdir::{Fill, FillError};
 use dcache::{
-    AccessStamp, Blocked, Cached, Checked, Cred, Filesystem, InodeSpec, Mask, Revalidate, epoch,
+    AccessStamp, Blocked, Cached, Checked, Cred, Filesystem, InodeSpec, Mask, Revalidate,
+    Unblocked, epoch,
 };
 
 use crate::args::{self, check_size, versioned};
@@ -240,16 +241,15 @@ pub unsafe extern "C" fn udc_set_entry_timeout(
 /// the directory's most recent access result, and the revalidate callback answers without
 /// blocking; otherwise the blocking work is done on this thread with no lock held (the
 /// `revalidate` callback with `may_block` 1, `lookup` for a name found invalid, `access` for a
-/// search right not cached) and the walk starts again, at most 4 + 2 per path component times.
-/// Counts no lookup.
+/// search right not cached) and the walk starts again, at most 4 + 2 per path component times,
+/// using for one more use what that blocking work was just told (so a name whose timeout is 0,
+/// "revalidate at every use", is asked about once per walk). Counts no lookup.
 ///
 /// Returns `out->kind` (>= 0): the `UDC_WALK_*` of `udc_walk` (a `MISS` only for a name never
 /// cached or dropped meanwhile: resolve it with `udc_resolve`), or `UDC_WALK_DENIED`. Errors:
 /// those of `udc_walk`; `-EINVAL` also for a bad `cred`; a callback's `-errno`; `-EIO` for a
 /// callback that broke its contract; `-EAGAIN` when the walk still needed blocking work after
-/// its last round (names changing under it; or a name whose timeout is shorter than the
-/// cache's 16.8 ms tick while the revalidate callback answers `UDC_REVAL_NEEDS_BLOCK` to
-/// `may_block` 0, as a NULL callback does: such a name is never trusted by a lockless walk).
+/// its last round (names or directories changing under it faster than it can walk).
 ///
 /// # Safety
 ///
@@ -271,10 +271,12 @@ pub unsafe extern "C" fn udc_walk_as(
         let fs = AsCaller { backend: cache.callbacks(), cred: cred.map(|(c, _)| c) };
         let digest = cred.as_ref().map(|(_, d)| d);
         let components = path.split(|&b| b == b'/').filter(|c| !c.is_empty()).count();
+        let mut after = Unblocked::default();
         for _ in 0..4 + 2 * components {
             let ended = {
                 let guard = epoch::pin();
-                ended(cache.dcache.walk_as(&guard, &fs, digest, root, path).map_err(fail)?)
+                let walked = cache.dcache.walk_as_after(&guard, &fs, digest, root, path, &after);
+                ended(walked.map_err(fail)?)
             };
             match ended {
                 Ok(r) => {
@@ -282,7 +284,9 @@ pub unsafe extern "C" fn udc_walk_as(
                     return Ok(r.kind as c_int);
                 }
                 // No guard pinned: the callbacks may block.
-                Err(blocked) => cache.dcache.unblock(&fs, digest, &blocked).map_err(fail_fs)?,
+                Err(blocked) => {
+                    after.merge(cache.dcache.unblock(&fs, digest, &blocked).map_err(fail_fs)?);
+                }
             }
         }
         Err(libc::EAGAIN)

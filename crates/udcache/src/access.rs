@@ -150,7 +150,7 @@ pub struct AccessStamp {
 
 impl AccessStamp {
     /// The stamp of the inode object `inode` as it is now.
-    fn of(inode: &crate::Inode) -> Self {
+    pub(crate) fn of(inode: &crate::Inode) -> Self {
         // The address in units of the inode's alignment, truncated to 32 bits (see the type).
         let object = std::ptr::from_ref(inode) as usize / align_of::<crate::Inode>();
         AccessStamp { object: object as u32, generation: inode.access.generation() }

@@ -152,6 +152,7 @@ mod seq;
 mod stats;
 mod sync;
 pub mod tree;
+pub mod unblocked;
 mod valid;
 pub mod walk;
 
@@ -168,6 +169,7 @@ pub use stats::Stats;
 pub use tree::{Child, Visit};
 pub use udcache_neghash::epoch;
 pub use udcache_readdir as readdir;
+pub use unblocked::Unblocked;
 pub use valid::{Reason, Timeouts};
 pub use walk::Walk;
 

@@ -43,6 +43,7 @@ use crate::fetch::{Filesystem, Resolved};
 use crate::inode::{Inode, InodeSpec};
 use crate::name::validate_name;
 use crate::stats::Events;
+use crate::unblocked::Unblocked;
 use crate::valid::{Reason, Validity};
 use crate::walk::{Stop, Walk, validate_path};
 
@@ -132,6 +133,7 @@ pub enum Checked<'g> {
 pub(crate) struct Checks<'a> {
     fs: Option<&'a dyn Filesystem>,
     cred: Option<Cred>,
+    after: Option<&'a Unblocked>,
     ticks: &'a Ticks,
     now: Option<u32>,
     access_hits: u64,
@@ -142,8 +144,9 @@ impl<'a> Checks<'a> {
         cache: &'a Dcache,
         fs: Option<&'a dyn Filesystem>,
         cred: Option<Cred>,
+        after: Option<&'a Unblocked>,
     ) -> Self {
-        Checks { fs, cred, ticks: &cache.ticks, now: None, access_hits: 0 }
+        Checks { fs, cred, after, ticks: &cache.ticks, now: None, access_hits: 0 }
     }
 
     /// The current tick, read once per walk.
@@ -169,6 +172,16 @@ impl<'a> Checks<'a> {
                 self.access_hits += 1;
                 Some(Stop::Denied { dir: dir.ino(), at })
             }
+            None => self.settled_search(dir, &cred, at),
+        }
+    }
+
+    /// An access miss: what the last `unblock` settled for it, or the blocking path.
+    #[cold]
+    fn settled_search<'g>(&self, dir: &Inode, cred: &Cred, at: usize) -> Option<Stop<'g>> {
+        match self.after.and_then(|after| after.search(dir, cred)) {
+            Some(true) => None,
+            Some(false) => Some(Stop::Denied { dir: dir.ino(), at }),
             None => Some(Stop::Blocked(Blocked::Access { dir: dir.ino(), at })),
         }
     }
@@ -190,6 +203,9 @@ impl<'a> Checks<'a> {
             reason,
             invalid,
         };
+        if let Some(inode) = self.after.and_then(|after| after.answer(dir, name, &stale)) {
+            return Ok(inode.map_or(Lookup::Negative, Lookup::Hit));
+        }
         let Some(fs) = self.fs else { return Err(blocked(stale.reason, false)) };
         // Before asking: a refresh carries no newer generation than the answer saw.
         let generation = dir.dir_gen();
@@ -303,9 +319,68 @@ impl Dcache {
         root: u64,
         path: impl AsRef<[u8]>,
     ) -> Result<Checked<'g>, Error> {
-        let path = path.as_ref();
+        self.checked_walk(guard, fs, cred, (root, path.as_ref()), None)
+    }
+
+    /// [`Dcache::walk_as`] done again after [`Dcache::unblock`]: it also takes what that
+    /// unblock settled with the filesystem as fresh, for this walk, if nothing changed since
+    /// (see [`crate::unblocked`]). This is how a walk makes progress through names trusted
+    /// for less than a tick (a timeout of zero: "revalidate at every use").
+    ///
+    /// Errors: as [`Dcache::walk`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use udcache::{
+    ///     Checked, Config, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, Timeouts,
+    ///     Unblocked, Walk, epoch,
+    /// };
+    /// struct Fs;
+    /// impl Filesystem for Fs {
+    ///     fn lookup(&self, _: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    ///         Ok((name == b"f").then_some(InodeSpec { ino: 2, kind: FileType::Regular, fs_data: 0 }))
+    ///     }
+    /// }
+    /// // Every use of an entry asks the filesystem (FUSE's entry_valid = 0).
+    /// let zero = Timeouts { entry: Duration::ZERO, ..Timeouts::FOREVER };
+    /// let cache = Dcache::new(Config::for_entries(64).with_timeouts(zero));
+    /// cache.add(ROOT_INO, b"f", InodeSpec { ino: 2, kind: FileType::Regular, fs_data: 0 }).unwrap();
+    /// let mut after = Unblocked::default();
+    /// let ino = loop {
+    ///     let guard = epoch::pin();
+    ///     match cache.walk_as_after(&guard, &Fs, None, ROOT_INO, "f", &after).unwrap() {
+    ///         Checked::Blocked(b) => {
+    ///             drop(guard);
+    ///             after.merge(cache.unblock(&Fs, None, &b).unwrap()); // asks, blocking
+    ///         }
+    ///         Checked::Done(Walk::Found(i)) => break i.ino(),
+    ///         other => panic!("{other:?}"),
+    ///     }
+    /// };
+    /// assert_eq!(ino, 2);
+    /// ```
+    pub fn walk_as_after<'g>(
+        &'g self,
+        guard: &'g Guard,
+        fs: &dyn Filesystem,
+        cred: Option<&Cred>,
+        root: u64,
+        path: impl AsRef<[u8]>,
+        after: &Unblocked,
+    ) -> Result<Checked<'g>, Error> {
+        self.checked_walk(guard, fs, cred, (root, path.as_ref()), Some(after))
+    }
+
+    fn checked_walk<'g>(
+        &'g self,
+        guard: &'g Guard,
+        fs: &dyn Filesystem,
+        cred: Option<&Cred>,
+        (root, path): (u64, &[u8]),
+        after: Option<&Unblocked>,
+    ) -> Result<Checked<'g>, Error> {
         validate_path(path)?;
-        let mut checks = Checks::new(self, Some(fs), cred.copied());
+        let mut checks = Checks::new(self, Some(fs), cred.copied(), after);
         let stop = self.walk_validated(guard, &mut checks, root, path);
         checks.finish(self);
         Ok(match stop? {
@@ -320,7 +395,9 @@ impl Dcache {
 
     /// Does the blocking work a [`Dcache::walk_as`] left for: revalidates the name with the
     /// filesystem (refreshing or dropping it; coalesced with other threads' calls for it), or
-    /// fills `cred`'s access result for the directory. Call it with no guard pinned.
+    /// fills `cred`'s access result for the directory. Call it with no guard pinned, then
+    /// walk again with [`Dcache::walk_as_after`] and what this returns, merged
+    /// ([`Unblocked::merge`]) into what the resolution's earlier unblocks returned.
     ///
     /// Errors: the filesystem's errno ([`Error::Backend`]).
     pub fn unblock(
@@ -328,22 +405,31 @@ impl Dcache {
         fs: &dyn Filesystem,
         cred: Option<&Cred>,
         blocked: &Blocked,
-    ) -> Result<(), Error> {
+    ) -> Result<Unblocked, Error> {
         let done = match blocked {
             Blocked::Revalidate { parent, name, invalid: true, .. } => {
-                self.invalidate(*parent, name)
+                self.invalidate(*parent, name).map(|()| Unblocked::default())
             }
             Blocked::Revalidate { parent, name, .. } => {
-                self.fetch(fs, *parent, name, false).map(drop)
+                // Read before asking: the answer is used only if the directory stays there.
+                let generation = self.dir_gen_now(*parent);
+                self.fetch(fs, *parent, name, false).map(|settled| {
+                    settled.map_or_else(Unblocked::default, |answer| {
+                        Unblocked::name(*parent, name, answer, generation)
+                    })
+                })
             }
             Blocked::Access { dir, .. } => match cred {
-                Some(cred) => self.access(fs, *dir, cred, Mask::EXEC).map(drop),
-                None => Ok(()),
+                Some(cred) => self.access_stamp(*dir).and_then(|stamp| {
+                    let allowed = self.access(fs, *dir, cred, Mask::EXEC)?;
+                    Ok(Unblocked::access(*dir, *cred, allowed, stamp))
+                }),
+                None => Ok(Unblocked::default()),
             },
         };
         match done {
             // Gone meanwhile: the next walk will see what is there now.
-            Err(Error::NotFound | Error::UnknownInode(_)) => Ok(()),
+            Err(Error::NotFound | Error::UnknownInode(_)) => Ok(Unblocked::default()),
             other => other,
         }
     }

@@ -126,7 +126,7 @@ impl Dcache {
     ) -> Result<Walk<'g>, Error> {
         let path = path.as_ref();
         validate_path(path)?;
-        let mut checks = Checks::new(self, None, None);
+        let mut checks = Checks::new(self, None, None, None);
         match self.walk_validated(guard, &mut checks, root, path)? {
             Stop::Walk(w) => Ok(w),
             // With no filesystem to ask, a stale dentry is a miss for `resolve` to revalidate.

@@ -14,7 +14,7 @@ use common::End;
 use udcache::clock::ManualClock;
 use udcache::{
     Blocked, Cached, Checked, Config, Cred, Dcache, FileType, Filesystem, InodeSpec, Lookup, Mask,
-    ROOT_INO, Reason, Resolved, Revalidate, Timeouts, Walk, epoch,
+    ROOT_INO, Reason, Resolved, Revalidate, Timeouts, Unblocked, Walk, epoch,
 };
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -412,4 +412,102 @@ fn stats_print_the_new_counters() {
         assert!(text.contains(f), "{text}");
     }
     assert!(text.contains("fallback_needs_block") && text.contains("access_hits"), "{text}");
+}
+
+/// A cache whose entries and access results are trusted for no time at all (FUSE's
+/// `entry_valid = 0`): every use asks.
+fn zero_timeouts(clock: &Arc<ManualClock>) -> Dcache {
+    let t = Timeouts { entry: Duration::ZERO, negative: Duration::ZERO, access: Duration::ZERO };
+    Dcache::new(Config::for_entries(64).with_timeouts(t).with_clock(clock.clone()))
+}
+
+/// The blocking work the walk of `path` asks for next (panics if it does not block).
+fn blocked(cache: &Dcache, fs: &Fs, cred: Option<&Cred>, path: &str, after: &Unblocked) -> Blocked {
+    match cache.walk_as_after(&epoch::pin(), fs, cred, ROOT_INO, path, after).unwrap() {
+        Checked::Blocked(b) => b,
+        other => panic!("{path}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_zero_timeout_is_asked_once_per_walk_and_the_walk_ends() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = zero_timeouts(&clock);
+    let fs = Fs::new();
+    fs.create(DIR, "f", file(3));
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.add(DIR, b"f", file(3)).unwrap();
+    cache.add_negative(DIR, b"nope").unwrap();
+    let me = Cred::new(1000, 1000, &[]);
+    for round in 1..=3u64 {
+        // Per walk: the root's and d's search rights, then d and f, each blocking once.
+        assert_eq!(resolve_path(&cache, &fs, Some(&me), "d/f"), (End::Found(3), 5));
+        assert_eq!(fs.revalidations[1].load(Ordering::Relaxed), 2 * round);
+        assert_eq!(fs.access_calls.load(Ordering::Relaxed), 2 * round);
+    }
+    assert_eq!(resolve_path(&cache, &fs, None, "d/nope"), (End::Negative, 3));
+    assert_eq!(fs.lookups.load(Ordering::Relaxed), 0, "revalidated, never looked up again");
+}
+
+#[test]
+fn a_settled_answer_is_not_used_after_the_name_or_its_directory_changes() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = zero_timeouts(&clock);
+    let fs = Fs::new();
+    fs.create(DIR, "f", file(3));
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.add(DIR, b"f", file(3)).unwrap();
+    cache.set_entry_timeout(ROOT_INO, b"d", Duration::MAX).unwrap();
+    let b = blocked(&cache, &fs, None, "d/f", &Unblocked::default());
+    let after = cache.unblock(&fs, None, &b).unwrap();
+    let found = |after: &Unblocked| match cache
+        .walk_as_after(&epoch::pin(), &fs, None, ROOT_INO, "d/f", after)
+        .unwrap()
+    {
+        Checked::Done(Walk::Found(i)) => Some(i.ino()),
+        Checked::Blocked(_) => None,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(found(&after), Some(3), "the answer serves the walk that asked for it");
+    // Another file under the name since: the answer was about the old one.
+    cache.unlink(DIR, b"f").unwrap();
+    cache.add(DIR, b"f", file(4)).unwrap();
+    assert_eq!(found(&after), None);
+    // The same file again, but its directory changed since it was asked about.
+    cache.unlink(DIR, b"f").unwrap();
+    cache.add(DIR, b"f", file(3)).unwrap();
+    let b = blocked(&cache, &fs, None, "d/f", &Unblocked::default());
+    let after = cache.unblock(&fs, None, &b).unwrap();
+    cache.dir_changed(DIR, None).unwrap();
+    assert_eq!(found(&after), None);
+    // It answers for its own name only.
+    assert!(matches!(
+        cache.walk_as_after(&epoch::pin(), &fs, None, ROOT_INO, "d/nope", &after).unwrap(),
+        Checked::Done(Walk::Miss { .. })
+    ));
+}
+
+#[test]
+fn a_settled_access_answer_is_not_used_after_a_revocation() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = zero_timeouts(&clock);
+    let fs = Fs::new();
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.set_entry_timeout(ROOT_INO, b"d", Duration::MAX).unwrap();
+    let (me, other) = (Cred::new(1000, 1000, &[]), Cred::new(1001, 1001, &[]));
+    let b = blocked(&cache, &fs, Some(&me), "d", &Unblocked::default());
+    assert!(matches!(b, Blocked::Access { dir: ROOT_INO, .. }));
+    let after = cache.unblock(&fs, Some(&me), &b).unwrap();
+    let walk = |cred: &Cred, after: &Unblocked| match cache
+        .walk_as_after(&epoch::pin(), &fs, Some(cred), ROOT_INO, "d", after)
+        .unwrap()
+    {
+        Checked::Done(Walk::Found(i)) => Some(i.ino()),
+        Checked::Blocked(_) => None,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(walk(&me, &after), Some(DIR));
+    assert_eq!(walk(&other, &after), None, "another credential");
+    cache.acl_changed(ROOT_INO).unwrap();
+    assert_eq!(walk(&me, &after), None, "revoked since");
 }

@@ -1,6 +1,6 @@
 //! What the revalidation tests share: a FUSE server's way of resolving a path.
 
-use udcache::{Checked, Cred, Dcache, Filesystem, ROOT_INO, Walk, epoch};
+use udcache::{Checked, Cred, Dcache, Filesystem, ROOT_INO, Unblocked, Walk, epoch};
 
 /// How a path resolution ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,9 +25,10 @@ pub fn resolve_path(
     path: &str,
     walks: usize,
 ) -> (End, usize) {
+    let mut after = Unblocked::default();
     for attempt in 1..=walks {
         let guard = epoch::pin();
-        let next = match cache.walk_as(&guard, fs, cred, ROOT_INO, path).unwrap() {
+        let next = match cache.walk_as_after(&guard, fs, cred, ROOT_INO, path, &after).unwrap() {
             Checked::Done(Walk::Found(i)) => return (End::Found(i.ino()), attempt),
             Checked::Done(Walk::Negative { .. }) => return (End::Negative, attempt),
             Checked::Denied { dir, .. } => return (End::Denied(dir), attempt),
@@ -39,7 +40,7 @@ pub fn resolve_path(
         };
         drop(guard);
         match next {
-            Ok(b) => cache.unblock(fs, cred, &b).unwrap(),
+            Ok(b) => after.merge(cache.unblock(fs, cred, &b).unwrap()),
             Err((parent, name)) => drop(cache.resolve(fs, parent, name.as_bytes()).unwrap()),
         }
     }
