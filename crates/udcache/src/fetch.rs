@@ -2,16 +2,20 @@
 //!
 //! # Rules
 //!
-//! - One mutex guards the map of calls in flight, keyed `(parent, name)`. A thread that misses
-//!   looks the name up in the cache again *under* that mutex: a caller files its answer in the
-//!   cache before it takes its key off the map, so a name is either cached (fresh), or in
-//!   flight, or neither (and this thread becomes its caller).
+//! - One mutex guards the list of calls in flight, each for one `(parent, name)`. A thread
+//!   that misses looks the name up in the cache again *under* that mutex: a caller files its
+//!   answer in the cache before it takes its call off the list, so a name is either cached
+//!   (fresh), or in flight, or neither (and this thread becomes its caller). The list is a
+//!   vector searched by comparing keys: a server has about one call in flight per thread, and
+//!   scanning a handful beats hashing the name (and copying it to look it up) on every miss.
 //! - A call is a lookup of a missing name or the blocking revalidation of a stale one (see
 //!   [`crate::reval`]), which may end in a lookup; both read the parent's generation before
 //!   asking and file what they learn under it.
 //! - The filesystem is called with no lock held and no epoch guard pinned (a slow call must not
 //!   hold back grace periods).
-//! - Waiters sleep on the call's condition variable and take the caller's answer as their own
+//! - Waiters count themselves in the call (under its mutex) and sleep on its condition
+//!   variable; the caller wakes them only if there are any (a wake is a system call). They
+//!   take the caller's answer as their own
 //!   (they do not look again: the negative the caller filed may already have been evicted by
 //!   the bounding rules). Each waiter is counted in
 //!   [`Stats::coalesced_misses`](crate::Stats::coalesced_misses).
@@ -20,7 +24,6 @@
 //! - Lock order: the in-flight mutex, then a call's mutex; neither is held while any cache lock
 //!   is taken (filing the answer happens before the map lock).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use udcache_neghash::epoch;
@@ -119,23 +122,34 @@ type Answer = Result<Resolved, Error>;
 /// What one call settled: an answer, or `None` when a revalidation alone dropped the dentry.
 type Settle = Result<Option<Resolved>, Error>;
 
-/// One filesystem call in flight: its answer, once there is one.
+/// One filesystem call in flight for the name `(parent, name)`.
 struct Call {
-    answer: Mutex<Option<Settle>>,
+    parent: u64,
+    name: Box<[u8]>,
+    state: Mutex<CallState>,
     done: Condvar,
 }
 
-/// A name: `(parent, name bytes)`.
-type Key = (u64, Box<[u8]>);
+/// A call's answer, once there is one, and how many threads wait for it.
+struct CallState {
+    answer: Option<Settle>,
+    waiters: usize,
+}
+
+impl Call {
+    fn is_for(&self, parent: u64, name: &[u8]) -> bool {
+        self.parent == parent && *self.name == *name
+    }
+}
 
 /// The calls in flight.
 pub(crate) struct Inflight {
-    calls: Mutex<HashMap<Key, Arc<Call>>>,
+    calls: Mutex<Vec<Arc<Call>>>,
 }
 
 impl Inflight {
     pub(crate) fn new() -> Self {
-        Inflight { calls: Mutex::new(HashMap::new()) }
+        Inflight { calls: Mutex::new(Vec::new()) }
     }
 }
 
@@ -201,11 +215,12 @@ impl Dcache {
             Role::Caller(call) => self.call(fs, parent, name, &call, lookup),
             Role::Waiter(call) => {
                 Events::bump(&self.events.coalesced_misses);
-                let mut answer = lock(&call.answer);
-                while answer.is_none() {
-                    answer = call.done.wait(answer).unwrap_or_else(|e| e.into_inner());
+                let mut state = lock(&call.state);
+                state.waiters += 1;
+                while state.answer.is_none() {
+                    state = call.done.wait(state).unwrap_or_else(|e| e.into_inner());
                 }
-                answer.clone().expect("woken with an answer")
+                state.answer.clone().expect("woken with an answer")
             }
         }
     }
@@ -227,15 +242,20 @@ impl Dcache {
             return Role::Cached(Resolved::Negative);
         }
         let mut calls = lock(&self.inflight.calls);
-        if let Some(call) = calls.get(&(parent, Box::from(name))) {
+        if let Some(call) = calls.iter().find(|c| c.is_for(parent, name)) {
             return Role::Waiter(call.clone());
         }
-        // Filed before its key left the map (see the rules): look again under the map lock.
+        // Filed before its call left the list (see the rules): look again under the lock.
         if let Some(r) = self.cached(parent, name) {
             return Role::Cached(r);
         }
-        let call = Arc::new(Call { answer: Mutex::new(None), done: Condvar::new() });
-        calls.insert((parent, name.into()), call.clone());
+        let call = Arc::new(Call {
+            parent,
+            name: name.into(),
+            state: Mutex::new(CallState { answer: None, waiters: 0 }),
+            done: Condvar::new(),
+        });
+        calls.push(call.clone());
         Role::Caller(call)
     }
 
@@ -249,9 +269,20 @@ impl Dcache {
         lookup: bool,
     ) -> Settle {
         let answer = self.settle(fs, parent, name, lookup);
-        lock(&self.inflight.calls).remove(&(parent, Box::from(name)));
-        *lock(&call.answer) = Some(answer.clone());
-        call.done.notify_all();
+        {
+            let mut calls = lock(&self.inflight.calls);
+            let at = calls.iter().position(|c| std::ptr::eq(&**c, call));
+            calls.swap_remove(at.expect("a call stays listed until its caller ends it"));
+        }
+        let waiters = {
+            let mut state = lock(&call.state);
+            state.answer = Some(answer.clone());
+            state.waiters
+        };
+        // A waiter counts itself before it sleeps, under the same lock: none is missed.
+        if waiters > 0 {
+            call.done.notify_all();
+        }
         answer
     }
 
