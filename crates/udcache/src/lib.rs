@@ -116,7 +116,8 @@
 //!
 //! Revalidation and the access cache (issue 11): [`Timeouts`] and a [`clock::Clock`] in
 //! [`Config`]; per-dentry validity ([`Dcache::set_entry_timeout`]); [`Dcache::dir_changed`]
-//! with verifiers; [`Dcache::walk_as`] / [`Dcache::unblock`] with
+//! with verifiers; [`Dcache::walk_as`] / [`Dcache::unblock`] / [`Dcache::walk_as_after`]
+//! (the answers an unblock got serve the rest of that resolution: see [`unblocked`]) with
 //! [`Filesystem::revalidate`] and [`Filesystem::access`] (defaults: block, then compare a
 //! fresh lookup; grant everything); [`Dcache::may_access`], [`Dcache::access`],
 //! [`Dcache::acl_changed`]; fallbacks by reason, revalidations and access hits in [`Stats`].
