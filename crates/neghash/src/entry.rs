@@ -38,8 +38,9 @@ pub(crate) const DEAD: u32 = u32::MAX;
 /// One cached name: positive (it exists, `value` says what it is) or negative (it does not).
 ///
 /// `repr(C)` keeps what a lookup touches together at the front — the chain link it follows,
-/// the key word, parent and state it compares and marks, then the name — and what only writers
-/// touch (the LRU link) behind it.
+/// the key word, parent and state it compares and marks, the value a hit reads, then the name
+/// (a short name ends early in its 32 bytes) — and what only writers touch (the LRU link)
+/// behind it.
 #[repr(C)]
 pub struct Entry<V> {
     pub(crate) chain: HLink,
@@ -48,9 +49,9 @@ pub struct Entry<V> {
     parent: u64,
     pub(crate) state: AtomicU32,
     pub(crate) refs: AtomicU32,
+    value: V,
     name: NameBuf,
     pub(crate) lru: Link,
-    value: V,
 }
 
 impl<V> Entry<V> {
