@@ -37,7 +37,7 @@ use crate::clock::Ticks;
 use crate::error::Error;
 use crate::fetch::Filesystem;
 use crate::seq::SeqWords;
-use crate::stats::Events;
+use crate::stats::Event;
 use crate::sync::{AtomicU32, Mutex, Ordering, lock};
 
 /// Results kept per inode (the locked list); the oldest goes first.
@@ -324,7 +324,7 @@ impl Dcache {
     pub fn may_access(&self, guard: &Guard, ino: u64, cred: &Cred, mask: Mask) -> Option<bool> {
         let answer = self.inode(guard, ino)?.access.check(cred, mask, || self.ticks.now());
         if answer.is_some() {
-            self.events.access_hits.add(1);
+            self.events.bump(Event::AccessHit);
         }
         answer
     }
@@ -345,7 +345,7 @@ impl Dcache {
             return Ok(allowed);
         }
         let stamp = self.access_stamp(ino)?;
-        Events::bump(&self.events.access_calls);
+        self.events.bump(Event::AccessCall);
         let allowed = fs.access(ino, cred).map_err(Error::Backend)?;
         self.store_access(ino, cred, allowed, stamp)?;
         Ok(allowed.contains(mask))
@@ -362,7 +362,7 @@ impl Dcache {
             .check(cred, mask, || self.ticks.now())
             .or_else(|| cache.lookup(cred, &self.ticks).map(|allowed| allowed.contains(mask)));
         if answer.is_some() {
-            self.events.access_hits.add(1);
+            self.events.bump(Event::AccessHit);
         }
         Ok(answer)
     }

@@ -55,7 +55,7 @@ use crate::listing;
 use crate::name::validate_name;
 use crate::recycle::InodeRef;
 use crate::rename::{RenameHold, RenameSeq};
-use crate::stats::{Events, Stats};
+use crate::stats::{Event, Events, Stats};
 use crate::sync::{Mutex, lock};
 use crate::tree::DirState;
 use crate::valid::{Reason, Timeouts, Validity};
@@ -702,21 +702,21 @@ impl Dcache {
             nr_buckets: n.buckets,
             nr_inodes: self.inodes.stats().entries,
             negative_evictions: n.evicted_rule1 + n.evicted_rule2 + n.evicted_global,
-            walk_fallbacks: Events::get(&self.events.walk_fallbacks),
+            walk_fallbacks: self.events.get(Event::WalkFallback),
             rename_sections: self.rename.sections(),
-            backend_lookups: Events::get(&self.events.backend_lookups),
-            coalesced_misses: Events::get(&self.events.coalesced_misses),
-            complete_dir_negatives: Events::get(&self.events.complete_dir_negatives),
+            backend_lookups: self.events.get(Event::BackendLookup),
+            coalesced_misses: self.events.get(Event::CoalescedMiss),
+            complete_dir_negatives: self.events.get(Event::CompleteDirNegative),
             inodes_recycled: self.pool.stats().recycled,
             readdir_hits: r.hits,
             readdir_misses: r.misses,
-            revalidations: Events::get(&self.events.revalidations),
-            fallback_expired: Events::get(&self.events.fallbacks[Reason::Expired as usize]),
-            fallback_verifier: Events::get(&self.events.fallbacks[Reason::Verifier as usize]),
-            fallback_access: Events::get(&self.events.fallbacks[Reason::AccessMiss as usize]),
-            fallback_needs_block: Events::get(&self.events.fallbacks[Reason::NeedsBlock as usize]),
-            access_hits: self.events.access_hits.sum(),
-            access_calls: Events::get(&self.events.access_calls),
+            revalidations: self.events.get(Event::Revalidation),
+            fallback_expired: self.events.get(Event::Fallback(Reason::Expired)),
+            fallback_verifier: self.events.get(Event::Fallback(Reason::Verifier)),
+            fallback_access: self.events.get(Event::Fallback(Reason::AccessMiss)),
+            fallback_needs_block: self.events.get(Event::Fallback(Reason::NeedsBlock)),
+            access_hits: self.events.get(Event::AccessHit),
+            access_calls: self.events.get(Event::AccessCall),
         }
     }
 

@@ -35,7 +35,7 @@ use crate::error::Error;
 use crate::inode::InodeSpec;
 use crate::name::validate_name;
 use crate::reval::{Cached, Revalidate, Settled};
-use crate::stats::Events;
+use crate::stats::Event;
 use crate::sync::{Condvar, Mutex, lock};
 
 /// The filesystem behind the cache: asked on a miss, and for directory listings.
@@ -214,7 +214,7 @@ impl Dcache {
             Role::Cached(r) => Ok(Some(r)),
             Role::Caller(call) => self.call(fs, parent, name, &call, lookup),
             Role::Waiter(call) => {
-                Events::bump(&self.events.coalesced_misses);
+                self.events.bump(Event::CoalescedMiss);
                 let mut state = lock(&call.state);
                 state.waiters += 1;
                 while state.answer.is_none() {
@@ -295,7 +295,7 @@ impl Dcache {
             Settled::Dropped | Settled::Absent if !lookup => return Ok(None),
             Settled::Dropped | Settled::Absent => {}
         }
-        Events::bump(&self.events.backend_lookups);
+        self.events.bump(Event::BackendLookup);
         match fs.lookup(parent, name) {
             Err(errno) => Err(Error::Backend(errno)),
             Ok(None) => self

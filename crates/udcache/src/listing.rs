@@ -27,7 +27,7 @@ use crate::cache::Dcache;
 use crate::error::Error;
 use crate::fetch::Filesystem;
 use crate::inode::Inode;
-use crate::stats::Events;
+use crate::stats::Event;
 use crate::sync::Ordering;
 
 /// One directory's listing cache.
@@ -146,7 +146,7 @@ impl Dcache {
             .and_then(|d| d.listing.get())
             .is_some_and(|l| l.lookup(name) == udcache_readdir::Lookup::Absent);
         if absent {
-            Events::bump(&self.events.complete_dir_negatives);
+            self.events.bump(Event::CompleteDirNegative);
         }
         absent
     }

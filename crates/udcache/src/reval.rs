@@ -42,7 +42,7 @@ use crate::error::Error;
 use crate::fetch::{Filesystem, Resolved};
 use crate::inode::{Inode, InodeSpec};
 use crate::name::validate_name;
-use crate::stats::Events;
+use crate::stats::Event;
 use crate::unblocked::Unblocked;
 use crate::valid::{Reason, Validity};
 use crate::walk::{Stop, Walk, validate_path};
@@ -210,7 +210,7 @@ impl<'a> Checks<'a> {
         // Before asking: a refresh carries no newer generation than the answer saw.
         let generation = dir.dir_gen();
         let cached = cached(&stale, generation, self.now());
-        Events::bump(&cache.events.revalidations);
+        cache.events.bump(Event::Revalidation);
         match fs.revalidate(dir.ino(), name, cached, false) {
             Revalidate::Valid { ttl } => {
                 if let Some(lock) = cache.try_lock_name(dir.ino(), name) {
@@ -232,7 +232,7 @@ impl<'a> Checks<'a> {
     /// Adds up what the walk counted.
     pub(crate) fn finish(self, cache: &Dcache) {
         if self.access_hits > 0 {
-            cache.events.access_hits.add(self.access_hits);
+            cache.events.add(Event::AccessHit, self.access_hits);
         }
     }
 }
@@ -387,7 +387,7 @@ impl Dcache {
             Stop::Walk(w) => Checked::Done(w),
             Stop::Denied { dir, at } => Checked::Denied { dir, at },
             Stop::Blocked(b) => {
-                self.events.fallback(b.reason());
+                self.events.bump(Event::Fallback(b.reason()));
                 Checked::Blocked(b)
             }
         })
@@ -496,7 +496,7 @@ impl Dcache {
             let stale = Stale { entry: &held, inode, word, reason };
             (seen(inode, word), cached(&stale, generation, self.ticks.now()))
         };
-        Events::bump(&self.events.revalidations);
+        self.events.bump(Event::Revalidation);
         match fs.revalidate(parent, name, cached, true) {
             Revalidate::Valid { ttl } => {
                 let names = self.lock_names((parent, name), None);

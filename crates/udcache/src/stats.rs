@@ -5,72 +5,71 @@ use std::fmt;
 use crate::sync::{AtomicU64, Ordering};
 use crate::valid::Reason;
 
-/// Event counters of the composed cache (the table counts live in neghash).
-pub(crate) struct Events {
-    pub(crate) walk_fallbacks: AtomicU64,
-    pub(crate) backend_lookups: AtomicU64,
-    pub(crate) coalesced_misses: AtomicU64,
-    pub(crate) complete_dir_negatives: AtomicU64,
-    pub(crate) revalidations: AtomicU64,
-    /// Indexed by `Reason as usize`.
-    pub(crate) fallbacks: [AtomicU64; 4],
-    pub(crate) access_calls: AtomicU64,
-    /// Counted on the lockless path, so striped: a hit writes no line another thread writes.
-    pub(crate) access_hits: Striped,
+/// What the composed cache counts (the table counts live in neghash).
+#[derive(Clone, Copy)]
+pub(crate) enum Event {
+    WalkFallback,
+    BackendLookup,
+    CoalescedMiss,
+    CompleteDirNegative,
+    Revalidation,
+    AccessCall,
+    AccessHit,
+    /// The four fallbacks, in `Reason` order.
+    Fallback(Reason),
 }
+
+/// How many kinds of event there are.
+const EVENTS: usize = 11;
+const _: () = assert!(7 + Reason::NeedsBlock as usize == EVENTS - 1, "one counter per reason");
+
+impl Event {
+    /// Where the event's counter sits in a stripe.
+    fn index(self) -> usize {
+        match self {
+            Event::WalkFallback => 0,
+            Event::BackendLookup => 1,
+            Event::CoalescedMiss => 2,
+            Event::CompleteDirNegative => 3,
+            Event::Revalidation => 4,
+            Event::AccessCall => 5,
+            Event::AccessHit => 6,
+            Event::Fallback(why) => 7 + why as usize,
+        }
+    }
+}
+
+/// Stripes: more than the threads that usually share a cache.
+const STRIPES: usize = 16;
+
+/// One thread's counters, alone on their cache lines.
+#[repr(align(128))]
+struct Stripe([AtomicU64; EVENTS]);
+
+/// The event counters, striped: each thread adds to its own stripe, so counting (also on the
+/// lockless paths: access hits, revalidations) writes no line another thread writes.
+pub(crate) struct Events(Box<[Stripe]>);
 
 impl Events {
     pub(crate) fn new() -> Self {
-        Events {
-            walk_fallbacks: AtomicU64::new(0),
-            backend_lookups: AtomicU64::new(0),
-            coalesced_misses: AtomicU64::new(0),
-            complete_dir_negatives: AtomicU64::new(0),
-            revalidations: AtomicU64::new(0),
-            fallbacks: std::array::from_fn(|_| AtomicU64::new(0)),
-            access_calls: AtomicU64::new(0),
-            access_hits: Striped::new(),
-        }
+        Events((0..STRIPES).map(|_| Stripe(std::array::from_fn(|_| AtomicU64::new(0)))).collect())
     }
 
-    /// Counts a walk that left the lockless mode for `why`.
-    pub(crate) fn fallback(&self, why: Reason) {
-        Events::bump(&self.fallbacks[why as usize]);
-    }
-
-    pub(crate) fn bump(c: &AtomicU64) {
+    /// Counts `n` events of kind `e`.
+    pub(crate) fn add(&self, e: Event, n: u64) {
         // Relaxed: statistics; nothing is ordered by them.
-        c.fetch_add(1, Ordering::Relaxed);
+        self.0[stripe()].0[e.index()].fetch_add(n, Ordering::Relaxed);
     }
 
-    pub(crate) fn get(c: &AtomicU64) -> u64 {
+    /// Counts one event of kind `e`.
+    pub(crate) fn bump(&self, e: Event) {
+        self.add(e, 1);
+    }
+
+    /// The events of kind `e` so far.
+    pub(crate) fn get(&self, e: Event) -> u64 {
         // Relaxed: statistics.
-        c.load(Ordering::Relaxed)
-    }
-}
-
-/// Stripes of a [`Striped`] counter: more than the threads that usually share a cache.
-const STRIPES: usize = 16;
-
-#[repr(align(128))]
-struct Line(AtomicU64);
-
-/// A counter split over cache lines; each thread adds to its own stripe.
-pub(crate) struct Striped(Box<[Line]>);
-
-impl Striped {
-    fn new() -> Self {
-        Striped((0..STRIPES).map(|_| Line(AtomicU64::new(0))).collect())
-    }
-
-    pub(crate) fn add(&self, n: u64) {
-        // Relaxed: statistics.
-        self.0[stripe()].0.fetch_add(n, Ordering::Relaxed);
-    }
-
-    pub(crate) fn sum(&self) -> u64 {
-        // Relaxed: statistics.
-        self.0.iter().map(|l| l.0.load(Ordering::Relaxed)).sum()
+        self.0.iter().map(|s| s.0[e.index()].load(Ordering::Relaxed)).sum()
     }
 }
 

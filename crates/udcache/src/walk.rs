@@ -32,7 +32,7 @@ use crate::error::Error;
 use crate::inode::{FileType, Inode};
 use crate::name::validate_name;
 use crate::reval::{Blocked, Checks};
-use crate::stats::Events;
+use crate::stats::Event;
 
 /// How a [`Dcache::walk`] ended. Offsets are byte offsets into the path.
 #[derive(Clone, Copy, Debug)]
@@ -131,7 +131,7 @@ impl Dcache {
             Stop::Walk(w) => Ok(w),
             // With no filesystem to ask, a stale dentry is a miss for `resolve` to revalidate.
             Stop::Blocked(b @ Blocked::Revalidate { parent, at, .. }) => {
-                self.events.fallback(b.reason());
+                self.events.bump(Event::Fallback(b.reason()));
                 Ok(Walk::Miss { parent, at })
             }
             Stop::Blocked(Blocked::Access { .. }) | Stop::Denied { .. } => {
@@ -162,7 +162,7 @@ impl Dcache {
     /// The fallback: rename sections excluded for the whole walk (counted).
     #[cold]
     fn rename_fallback(&self) -> crate::sync::MutexGuard<'_, ()> {
-        Events::bump(&self.events.walk_fallbacks);
+        self.events.bump(Event::WalkFallback);
         self.rename.lock()
     }
 
