@@ -313,7 +313,16 @@ impl Dcache {
     /// so its next use revalidates it: this closes the race of a lookup answered before an
     /// [`invalidate`](Dcache::invalidate) and filed after it.
     pub(crate) fn word(&self, parent: u64, ttl: Duration, asked: Option<u32>) -> Validity {
-        let now = self.dir_gen_now(parent);
+        self.word_at(self.dir_gen_now(parent), ttl, asked)
+    }
+
+    /// [`Dcache::word`] for a child of `dir`, already in hand.
+    fn word_in(&self, dir: &Inode, ttl: Duration, asked: Option<u32>) -> Validity {
+        self.word_at(dir.dir_gen(), ttl, asked)
+    }
+
+    /// [`Dcache::word`] given the directory's generation `now`.
+    fn word_at(&self, now: u32, ttl: Duration, asked: Option<u32>) -> Validity {
         let generation = asked.unwrap_or(now);
         let expiry = if generation == now { self.ticks.expiry(ttl) } else { 0 };
         Validity::new(expiry, generation)
@@ -502,11 +511,13 @@ impl Dcache {
         name: &[u8],
         asked: Option<u32>,
     ) -> Result<(), Error> {
-        let dir = self.inode_arc(parent).ok_or(Error::UnknownInode(parent))?;
+        // Borrowed under a guard, not counted: a miss writes no count on its directory.
+        let guard = epoch::pin();
+        let dir = self.inode(&guard, parent).ok_or(Error::UnknownInode(parent))?;
         let state = dir.dir().ok_or(Error::NotDirectory(parent))?;
         let names = self.lock_names((parent, name), None);
         state.note_negative();
-        let valid = self.validity(parent, true, asked);
+        let valid = self.word_in(dir, self.timeouts.negative, asked);
         match self.names.insert(parent, name, true, Dentry::negative(valid)) {
             Ok(_) => Ok(()),
             Err(found) if found.is_negative() => {
