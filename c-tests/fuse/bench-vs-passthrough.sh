@@ -9,9 +9,9 @@
 #   flood:   seed 000's flood on real paths (c-tests' dcache_stress -D: 2 x 100,000 unique
 #            names, access);
 #   flood-s: the same with each name accessed twice (dcache_stress -s): the second is a repeat;
-#   find:    find over a tree of FILES files (default 100,000), stat-ing each (-printf %s), and
-#            over a 15,000-file part of it (passthrough_ll keeps an fd per inode and never lets
-#            one go: under a 20,000-fd limit it cannot hold 100,000).
+#   find100k, find15k: find over a tree of FILES files (default 100,000), stat-ing each
+#            (-printf %s), and over a 15,000-file part of it (passthrough_ll keeps an fd per
+#            inode and never lets one go: under a 20,000-fd limit it cannot hold 100,000).
 #
 # Filesystems: the backing directory itself (direct); udcfs at its defaults (entry_timeout=0,
 # attr_timeout=1: the kernel and udcache keep attributes 1 s); udcfs-attr0 (attr_timeout=0:
@@ -29,6 +29,14 @@ ROOT=$(cd "$HERE/../.." && pwd)
 ROUNDS=${ROUNDS:-3}
 FILES=${FILES:-100000}
 COMPILES=${COMPILES:-200}
+LOADS=${LOADS:-make-E flood flood-s find15k find100k make-c}
+for load in $LOADS; do
+	case $load in
+	make-c | make-E | flood | flood-s | find15k | find100k) ;;
+	*) echo "bench-vs-passthrough: unknown load '$load' (make-c make-E flood flood-s find15k find100k)" >&2
+	   exit 2 ;;
+	esac
+done
 
 (cd "$ROOT" && cargo build --release --quiet -p udcache-ffi)
 make -s -C "$HERE" udcfs passthrough_ll
@@ -110,7 +118,6 @@ run() { # run LOAD FS: one measurement
 }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-LOADS=${LOADS:-make-E flood flood-s find15k find100k make-c}
 FSS="direct udcfs udcfs-attr0 passthrough_ll"
 for load in $LOADS; do
 	rounds=$ROUNDS
