@@ -414,11 +414,18 @@ fn stats_print_the_new_counters() {
     assert!(text.contains("fallback_needs_block") && text.contains("access_hits"), "{text}");
 }
 
-/// A cache whose entries and access results are trusted for no time at all (FUSE's
-/// `entry_valid = 0`): every use asks.
-fn zero_timeouts(clock: &Arc<ManualClock>) -> Dcache {
+/// A cache that trusts entries and access results for no time at all (FUSE's
+/// `entry_valid = 0`: every use asks), with `d` (2) and `d/f` (3) cached, as the filesystem
+/// has them.
+fn zero_timeout_tree() -> (Dcache, Fs) {
     let t = Timeouts { entry: Duration::ZERO, negative: Duration::ZERO, access: Duration::ZERO };
-    Dcache::new(Config::for_entries(64).with_timeouts(t).with_clock(clock.clone()))
+    let clock = Arc::new(ManualClock::new());
+    let cache = Dcache::new(Config::for_entries(64).with_timeouts(t).with_clock(clock));
+    let fs = Fs::new();
+    fs.create(DIR, "f", file(3));
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.add(DIR, b"f", file(3)).unwrap();
+    (cache, fs)
 }
 
 /// The blocking work the walk of `path` asks for next (panics if it does not block).
@@ -429,14 +436,25 @@ fn blocked(cache: &Dcache, fs: &Fs, cred: Option<&Cred>, path: &str, after: &Unb
     }
 }
 
+/// What the walk of `path` with `after` found: the inode, or `None` if it blocked (panics
+/// on any other end).
+fn found(
+    cache: &Dcache,
+    fs: &Fs,
+    cred: Option<&Cred>,
+    path: &str,
+    after: &Unblocked,
+) -> Option<u64> {
+    match cache.walk_as_after(&epoch::pin(), fs, cred, ROOT_INO, path, after).unwrap() {
+        Checked::Done(Walk::Found(i)) => Some(i.ino()),
+        Checked::Blocked(_) => None,
+        other => panic!("{path}: {other:?}"),
+    }
+}
+
 #[test]
 fn a_zero_timeout_is_asked_once_per_walk_and_the_walk_ends() {
-    let clock = Arc::new(ManualClock::new());
-    let cache = zero_timeouts(&clock);
-    let fs = Fs::new();
-    fs.create(DIR, "f", file(3));
-    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
-    cache.add(DIR, b"f", file(3)).unwrap();
+    let (cache, fs) = zero_timeout_tree();
     cache.add_negative(DIR, b"nope").unwrap();
     let me = Cred::new(1000, 1000, &[]);
     for round in 1..=3u64 {
@@ -451,23 +469,11 @@ fn a_zero_timeout_is_asked_once_per_walk_and_the_walk_ends() {
 
 #[test]
 fn a_settled_answer_is_not_used_after_the_name_or_its_directory_changes() {
-    let clock = Arc::new(ManualClock::new());
-    let cache = zero_timeouts(&clock);
-    let fs = Fs::new();
-    fs.create(DIR, "f", file(3));
-    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
-    cache.add(DIR, b"f", file(3)).unwrap();
+    let (cache, fs) = zero_timeout_tree();
     cache.set_entry_timeout(ROOT_INO, b"d", Duration::MAX).unwrap();
     let b = blocked(&cache, &fs, None, "d/f", &Unblocked::default());
     let after = cache.unblock(&fs, None, &b).unwrap();
-    let found = |after: &Unblocked| match cache
-        .walk_as_after(&epoch::pin(), &fs, None, ROOT_INO, "d/f", after)
-        .unwrap()
-    {
-        Checked::Done(Walk::Found(i)) => Some(i.ino()),
-        Checked::Blocked(_) => None,
-        other => panic!("{other:?}"),
-    };
+    let found = |after: &Unblocked| found(&cache, &fs, None, "d/f", after);
     assert_eq!(found(&after), Some(3), "the answer serves the walk that asked for it");
     // Another file under the name since: the answer was about the old one.
     cache.unlink(DIR, b"f").unwrap();
@@ -489,23 +495,13 @@ fn a_settled_answer_is_not_used_after_the_name_or_its_directory_changes() {
 
 #[test]
 fn a_settled_access_answer_is_not_used_after_a_revocation() {
-    let clock = Arc::new(ManualClock::new());
-    let cache = zero_timeouts(&clock);
-    let fs = Fs::new();
-    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    let (cache, fs) = zero_timeout_tree();
     cache.set_entry_timeout(ROOT_INO, b"d", Duration::MAX).unwrap();
     let (me, other) = (Cred::new(1000, 1000, &[]), Cred::new(1001, 1001, &[]));
     let b = blocked(&cache, &fs, Some(&me), "d", &Unblocked::default());
     assert!(matches!(b, Blocked::Access { dir: ROOT_INO, .. }));
     let after = cache.unblock(&fs, Some(&me), &b).unwrap();
-    let walk = |cred: &Cred, after: &Unblocked| match cache
-        .walk_as_after(&epoch::pin(), &fs, Some(cred), ROOT_INO, "d", after)
-        .unwrap()
-    {
-        Checked::Done(Walk::Found(i)) => Some(i.ino()),
-        Checked::Blocked(_) => None,
-        other => panic!("{other:?}"),
-    };
+    let walk = |cred: &Cred, after: &Unblocked| found(&cache, &fs, Some(cred), "d", after);
     assert_eq!(walk(&me, &after), Some(DIR));
     assert_eq!(walk(&other, &after), None, "another credential");
     cache.acl_changed(ROOT_INO).unwrap();
