@@ -174,17 +174,24 @@ tools_teardown() {
 }
 # What a directory holds, as stat sees it (inode numbers and modification times included).
 snapshot() { (cd "$1" && find . -printf '%y %m %n %U %G %s %i %T@ %p -> %l\n' | sort); }
+# same_both_ways LOAD SCRIPT DIRECT VIAFS: runs SCRIPT in $SRC/DIRECT (directly) and in
+# $MNT/VIAFS (through udcfs), into $WORK/LOAD.direct and $WORK/LOAD.viafs; fails unless both
+# printed the same and udcfs then shows VIAFS exactly as its backing directory holds it.
+same_both_ways() {
+	local load=$1 script=$2 direct=$3 viafs=$4
+	(cd "$SRC/$direct" && "$script") >"$WORK/$load.direct"
+	(cd "$MNT/$viafs" && "$script") >"$WORK/$load.viafs"
+	diff -u "$WORK/$load.direct" "$WORK/$load.viafs" ||
+		fail "$load: the same commands behaved differently through udcfs (diff above)"
+	snapshot "$SRC/$viafs" >"$WORK/snap.backing"
+	snapshot "$MNT/$viafs" >"$WORK/snap.mount"
+	diff -u "$WORK/snap.backing" "$WORK/snap.mount" ||
+		fail "$load: udcfs shows something other than its backing directory (diff above)"
+}
 
 t=$(date +%s.%N)
 mkdir "$SRC/direct" "$MNT/viafs"
-(cd "$SRC/direct" && tools_build) >"$WORK/tools.direct"
-(cd "$MNT/viafs" && tools_build) >"$WORK/tools.viafs"
-diff -u "$WORK/tools.direct" "$WORK/tools.viafs" ||
-	fail "tools: the same commands behaved differently through udcfs (diff above)"
-snapshot "$SRC/viafs" >"$WORK/snap.backing"
-snapshot "$MNT/viafs" >"$WORK/snap.mount"
-diff -u "$WORK/snap.backing" "$WORK/snap.mount" ||
-	fail "tools: udcfs shows something other than its backing directory (diff above)"
+same_both_ways tools tools_build direct viafs
 (cd "$SRC/direct" && tools_teardown) >"$WORK/teardown.direct"
 (cd "$MNT/viafs" && tools_teardown) >"$WORK/teardown.viafs"
 diff -u "$WORK/teardown.direct" "$WORK/teardown.viafs" ||
@@ -233,13 +240,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		step sh -c 'find T -printf "%p %y %m %U %G\n" | sort'
 	}
 	mkdir "$SRC/udirect" "$MNT/uviafs"
-	(cd "$SRC/udirect" && users_script) >"$WORK/users.direct"
-	(cd "$MNT/uviafs" && users_script) >"$WORK/users.viafs"
-	diff -u "$WORK/users.direct" "$WORK/users.viafs" ||
-		fail "users: several users saw different results through udcfs (diff above)"
-	snapshot "$SRC/uviafs" >"$WORK/snap.backing"
-	snapshot "$MNT/uviafs" >"$WORK/snap.mount"
-	diff -u "$WORK/snap.backing" "$WORK/snap.mount" || fail "users: udcfs differs from its backing directory"
+	same_both_ways users users_script udirect uviafs
 	grep -q 'T/g/u1g f 2644 1000 2000\|T/g/u1g f 644 1000 2000' "$WORK/users.viafs" ||
 		fail "users: a file created by uid 1000 in a setgid directory is not 1000:2000"
 	rm -rf "$MNT/uviafs" "$SRC/udirect"

@@ -319,7 +319,7 @@ impl Dcache {
         root: u64,
         path: impl AsRef<[u8]>,
     ) -> Result<Checked<'g>, Error> {
-        self.checked_walk(guard, fs, cred, (root, path.as_ref()), None)
+        self.walk_as_after(guard, fs, cred, root, path, &Unblocked::default())
     }
 
     /// [`Dcache::walk_as`] done again after [`Dcache::unblock`]: it also takes what that
@@ -368,19 +368,9 @@ impl Dcache {
         path: impl AsRef<[u8]>,
         after: &Unblocked,
     ) -> Result<Checked<'g>, Error> {
-        self.checked_walk(guard, fs, cred, (root, path.as_ref()), Some(after))
-    }
-
-    fn checked_walk<'g>(
-        &'g self,
-        guard: &'g Guard,
-        fs: &dyn Filesystem,
-        cred: Option<&Cred>,
-        (root, path): (u64, &[u8]),
-        after: Option<&Unblocked>,
-    ) -> Result<Checked<'g>, Error> {
+        let path = path.as_ref();
         validate_path(path)?;
-        let mut checks = Checks::new(self, Some(fs), cred.copied(), after);
+        let mut checks = Checks::new(self, Some(fs), cred.copied(), Some(after));
         let stop = self.walk_validated(guard, &mut checks, root, path);
         checks.finish(self);
         Ok(match stop? {
