@@ -24,7 +24,7 @@
 //! the negative bounds below are per bucket, so a table that is too small costs longer chains,
 //! not unbounded memory.
 
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
@@ -179,8 +179,16 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     }
 
     /// `(key word, bucket)`: SipHash-1-3 of (parent, name) under this table's random keys.
+    ///
+    /// The input is the parent's 8 bytes followed by the name, without the length prefix that
+    /// `Hash for [u8]` adds (one hasher call fewer per lookup): the parent has a fixed width
+    /// and the name is the rest, so two keys never give the same input, and SipHash mixes in
+    /// the total length.
     fn locate(&self, parent: u64, name: &[u8]) -> (u64, usize) {
-        let h = self.hasher.hash_one((parent, name));
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write_u64(parent);
+        hasher.write(name);
+        let h = hasher.finish();
         let key = (h << 32) | name.len() as u64;
         (key, (h >> 32) as usize & (self.buckets.len() - 1))
     }
