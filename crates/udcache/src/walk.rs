@@ -30,7 +30,7 @@ use udcache_neghash::epoch::Guard;
 use crate::cache::{Dcache, Lookup};
 use crate::error::Error;
 use crate::inode::{FileType, Inode};
-use crate::name::validate_name;
+use crate::name::{NAME_MAX, validate_name};
 use crate::reval::{Blocked, Checks};
 use crate::stats::Event;
 
@@ -80,6 +80,12 @@ pub(crate) enum Stop<'g> {
 
 /// Checks every component of `path` that must be a name (all but `.` and `..`).
 pub(crate) fn validate_path(path: &[u8]) -> Result<(), Error> {
+    // No component is longer than its path, and the walk skips empty components and takes
+    // `.` and `..`: a path of at most `NAME_MAX` bytes is valid unless it holds a NUL. One
+    // `memchr` then replaces a pass per component (a third of a cached walk's time).
+    if path.len() <= NAME_MAX && memchr::memchr(0, path).is_none() {
+        return Ok(());
+    }
     for (_, c) in components(path) {
         if c != b"." && c != b".." {
             validate_name(c)?;
@@ -88,15 +94,21 @@ pub(crate) fn validate_path(path: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Components of `path` with their byte offsets, empty ones skipped.
+/// Components of `path` with their byte offsets, empty ones skipped; each `/` found with
+/// `memchr` rather than a byte-by-byte split.
 fn components(path: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
-    path.split(|&b| b == b'/')
-        .scan(0, |off, c| {
-            let at = *off;
-            *off += c.len() + 1;
-            Some((at, c))
-        })
-        .filter(|(_, c)| !c.is_empty())
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < path.len() {
+            let start = at;
+            let end = memchr::memchr(b'/', &path[start..]).map_or(path.len(), |i| start + i);
+            at = end + 1;
+            if end > start {
+                return Some((start, &path[start..end]));
+            }
+        }
+        None
+    })
 }
 
 impl Dcache {
@@ -204,5 +216,32 @@ impl Dcache {
             };
         }
         Ok(Stop::Walk(Walk::Found(cur)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::InvalidName;
+
+    #[test]
+    fn components_skip_empty_ones_and_keep_offsets() {
+        let got: Vec<(usize, &[u8])> = components(b"//a/bc//./d/").collect();
+        assert_eq!(got, [(2, &b"a"[..]), (4, b"bc"), (8, b"."), (10, b"d")]);
+        assert_eq!(components(b"").count(), 0);
+        assert_eq!(components(b"///").count(), 0);
+        assert_eq!(components(b"x").collect::<Vec<_>>(), [(0, &b"x"[..])]);
+    }
+
+    #[test]
+    fn short_and_long_paths_are_checked_alike() {
+        let long = |c: usize| [b"a/".as_slice(), &vec![b'x'; c], b"/b"].concat();
+        assert_eq!(validate_path(b"a/../b/./c"), Ok(()));
+        assert_eq!(validate_path(&long(NAME_MAX)), Ok(()));
+        let too_long = validate_path(&long(NAME_MAX + 1));
+        assert_eq!(too_long, Err(Error::InvalidName(InvalidName::TooLong(NAME_MAX + 1))));
+        for path in [&b"a/b\0c"[..], &[&long(NAME_MAX)[..], b"\0"].concat()] {
+            assert_eq!(validate_path(path), Err(Error::InvalidName(InvalidName::Nul)));
+        }
     }
 }
