@@ -4,3 +4,11 @@
 pub(crate) use loom::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+
+/// The table's hasher: SipHash-1-3 under random keys; under `cfg(loom)` fixed keys, because
+/// a loom model must take the same branches in every run (the summary bit of a key decides
+/// whether a lookup reads the chain at all).
+#[cfg(not(loom))]
+pub(crate) type Seeded = std::hash::RandomState;
+#[cfg(loom)]
+pub(crate) type Seeded = std::hash::BuildHasherDefault<std::hash::DefaultHasher>;

@@ -64,7 +64,7 @@ use udcache_rculist::epoch::{self, Guard};
 
 use crate::entry::{Entry, NEGATIVE, ON_LRU};
 use crate::stats::C;
-use crate::table::{BucketLock, Held, NegHash, clear_referenced, mark_unhashed};
+use crate::table::{BucketLock, Held, NegHash, clear_referenced, mark_unhashed, summary_bit};
 
 /// Takes `entry` off its chain and its LRU, fixing the counters. The entry stays valid for
 /// readers and holders until they let go.
@@ -72,8 +72,12 @@ pub(crate) fn unhash<V: Send + Sync + 'static>(
     t: &NegHash<V>,
     lock: &mut BucketLock<'_, V>,
     entry: &Entry<V>,
+    guard: &Guard,
 ) {
     let unlinked = lock.chain.remove(entry).expect("a hashed entry is on its bucket's chain");
+    // After the unlinking store (see `table.rs`, Summary): the bits of the entries left.
+    let left = t.chain(lock).iter(guard).fold(0, |bits, e| bits | summary_bit(e.key));
+    lock.chain.set_summary(left);
     mark_unhashed(entry);
     t.lru().remove(lock, entry, t.counters());
     t.counters().add(lock.index(), C::Entries, -1);
@@ -89,6 +93,7 @@ fn evict<V: Send + Sync + 'static>(
     lock: &mut BucketLock<'_, V>,
     entry: &Entry<V>,
     why: C,
+    guard: &Guard,
 ) -> bool {
     if !entry.is_hashed() || !entry.claim() {
         return false;
@@ -96,7 +101,7 @@ fn evict<V: Send + Sync + 'static>(
     if entry.has(NEGATIVE) && t.config().admission() {
         t.remember_evicted(lock, entry);
     }
-    unhash(t, lock, entry);
+    unhash(t, lock, entry, guard);
     t.counters().add(lock.index(), why, 1);
     true
 }
@@ -123,7 +128,7 @@ pub(crate) fn run_rule<V: Send + Sync + 'static>(
             .take_while(|e| settled_negative(e) && !e.is_protected())
             .count();
         if run > MAX_RUN {
-            evict(t, lock, released, C::EvictRule1);
+            evict(t, lock, released, C::EvictRule1, guard);
             return;
         }
     }
@@ -148,7 +153,7 @@ fn trim_runs<V: Send + Sync + 'static>(
             run > MAX_RUN
         });
         match victim {
-            Some(v) if evict(t, lock, v, C::EvictRule1) => {}
+            Some(v) if evict(t, lock, v, C::EvictRule1, guard) => {}
             _ => return,
         }
     }
@@ -207,7 +212,7 @@ pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
                 }
             }
         };
-        if !evict(t, lock, victim, C::EvictRule2) {
+        if !evict(t, lock, victim, C::EvictRule2, guard) {
             return;
         }
         // The victim may have separated two runs, or spent chances made new ones.
@@ -235,7 +240,7 @@ fn evict_from_lru<V: Send + Sync + 'static>(
     why: C,
 ) -> usize {
     scan_lru(t, n, negative, |lock, e, guard| {
-        let evicted = evict(t, lock, e, why);
+        let evicted = evict(t, lock, e, why, guard);
         if evicted {
             retrim(t, lock, guard);
         }
@@ -278,7 +283,7 @@ pub(crate) fn purge_negatives<V: Send + Sync + 'static>(
             .collect();
         let before = evicted;
         for e in victims {
-            evicted += usize::from(evict(t, &mut lock, e, C::EvictShrink));
+            evicted += usize::from(evict(t, &mut lock, e, C::EvictShrink, &guard));
         }
         if evicted > before {
             retrim(t, &mut lock, &guard);

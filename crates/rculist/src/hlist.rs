@@ -45,6 +45,7 @@ use std::sync::Arc;
 
 use crate::Adapter;
 use crate::epoch::Guard;
+use crate::head::{compose, first_of, summary_of};
 use crate::lock::{BIT_LOCK, bit_lock, bit_unlock};
 use crate::retire::{Refused, Unlinked, arc_of, check_guard, release_raw};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
@@ -107,14 +108,10 @@ impl fmt::Debug for HLink {
     }
 }
 
-/// The head word: pointer bits of the first link, bit 0 the [`HListBl`] lock.
+/// The head word: the first link, the [`HListBl`] lock and the summary (see [`crate::head`]).
 struct RawHead<A: Adapter<Link = HLink>> {
     word: AtomicUsize,
     _adapter: PhantomData<fn() -> A>,
-}
-
-fn link_of_word(word: usize) -> *const HLink {
-    ptr::with_exposed_provenance(word & !BIT_LOCK)
 }
 
 impl<A: Adapter<Link = HLink>> RawHead<A> {
@@ -123,20 +120,30 @@ impl<A: Adapter<Link = HLink>> RawHead<A> {
     }
 
     fn is_empty(&self) -> bool {
-        self.word.load(Ordering::Relaxed) & !BIT_LOCK == 0
+        first_of(self.word.load(Ordering::Relaxed)).is_null()
     }
 
     fn iter<'g>(&'g self, guard: &'g Guard) -> HIter<'g, A> {
         check_guard(guard);
-        // Acquire pairs with the Release stores of the head's pointer bits (`set_first`).
-        let first = link_of_word(self.word.load(Ordering::Acquire));
+        // Acquire pairs with the Release stores of the head word (`HListWriter::store`).
+        let first = first_of(self.word.load(Ordering::Acquire));
+        HIter { next: first, _list: PhantomData }
+    }
+
+    /// [`iter`](Self::iter), or an empty walk if `bits` are clear in the summary read with
+    /// the first link (one load: see [`crate::head`]).
+    fn iter_summarised<'g>(&'g self, guard: &'g Guard, bits: u16) -> HIter<'g, A> {
+        check_guard(guard);
+        // Acquire: as in `iter`.
+        let word = self.word.load(Ordering::Acquire);
+        let first = if summary_of(word) & bits == 0 { ptr::null() } else { first_of(word) };
         HIter { next: first, _list: PhantomData }
     }
 }
 
 impl<A: Adapter<Link = HLink>> Drop for RawHead<A> {
     fn drop(&mut self) {
-        let mut cur = link_of_word(self.word.load(Ordering::Relaxed));
+        let mut cur = first_of(self.word.load(Ordering::Relaxed));
         while !cur.is_null() {
             // SAFETY: `&mut self`: no writer or reader of this chain remains; `cur` is a member.
             let l = unsafe { &*cur };
@@ -178,21 +185,52 @@ macro_rules! reader_api {
         pub fn find_arc(
             &self,
             guard: &Guard,
-            mut pred: impl FnMut(&A::Value) -> bool,
+            pred: impl FnMut(&A::Value) -> bool,
         ) -> Option<Arc<A::Value>> {
-            let mut it = self.raw.iter(guard);
-            loop {
-                let link = it.next;
-                let v = it.next()?;
-                if pred(v) {
-                    // SAFETY: `link` came from the chain under `guard` (checked by `iter`); its
-                    // node's release is deferred past the guard. `value_ptr` of the stored
-                    // pointer is the `Arc::into_raw` pointer.
-                    return Some(unsafe { arc_of(A::value_ptr(link), guard) });
-                }
-            }
+            find_arc_in(self.raw.iter(guard), guard, pred)
+        }
+
+        /// [`find`](Self::find) among nodes whose summary bits include some of `bits`: if
+        /// the chain's summary has none of them, `None` without reading a member. Sound only
+        /// if writers add each node's bits before inserting it (see [`crate::head`]).
+        pub fn find_summarised<'g>(
+            &'g self,
+            guard: &'g Guard,
+            bits: u16,
+            mut pred: impl FnMut(&A::Value) -> bool,
+        ) -> Option<&'g A::Value> {
+            self.raw.iter_summarised(guard, bits).find(|v| pred(v))
+        }
+
+        /// [`find_arc`](Self::find_arc) behind the summary, as
+        /// [`find_summarised`](Self::find_summarised).
+        pub fn find_arc_summarised(
+            &self,
+            guard: &Guard,
+            bits: u16,
+            pred: impl FnMut(&A::Value) -> bool,
+        ) -> Option<Arc<A::Value>> {
+            find_arc_in(self.raw.iter_summarised(guard, bits), guard, pred)
         }
     };
+}
+
+/// The first node of walk `it` satisfying `pred`, as a new strong reference.
+fn find_arc_in<A: Adapter<Link = HLink>>(
+    mut it: HIter<'_, A>,
+    guard: &Guard,
+    mut pred: impl FnMut(&A::Value) -> bool,
+) -> Option<Arc<A::Value>> {
+    loop {
+        let link = it.next;
+        let v = it.next()?;
+        if pred(v) {
+            // SAFETY: `link` came from the chain under `guard` (checked when `it` began); its
+            // node's release is deferred past the guard. `value_ptr` of the stored pointer is
+            // the `Arc::into_raw` pointer.
+            return Some(unsafe { arc_of(A::value_ptr(link), guard) });
+        }
+    }
 }
 
 /// A hash chain with a one-word head, serialised by the caller's lock.
@@ -318,7 +356,7 @@ pub struct HListWriter<'l, A: Adapter<Link = HLink>> {
 impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
     fn load(&self, slot: Slot) -> *const HLink {
         match slot {
-            Slot::Head => link_of_word(self.raw.word.load(Ordering::Relaxed)),
+            Slot::Head => first_of(self.raw.word.load(Ordering::Relaxed)),
             // SAFETY: writer lock held; `p` is a member.
             Slot::Next(p) => unsafe { &*p }.next.load(Ordering::Relaxed),
         }
@@ -329,12 +367,37 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         // Release pairs with the readers' Acquire loads: a reader that reads `link` sees its node
         // initialised (also when `link` was published earlier by another store it did not read).
         match slot {
-            Slot::Head => {
-                self.raw.word.store(link.expose_provenance() | self.tag, Ordering::Release)
-            }
+            Slot::Head => self.store_head(link, self.summary()),
             // SAFETY: writer lock held; `p` is a member.
             Slot::Next(p) => unsafe { &*p }.next.store(link.cast_mut(), Ordering::Release),
         }
+    }
+
+    /// Stores the head word: `first`, `summary`, and the lock bit if this writer holds it.
+    fn store_head(&self, first: *const HLink, summary: u16) {
+        // Release: see `store`. Relaxed loads of the word by this writer are enough: only
+        // writers change it, and they are serialised.
+        self.raw.word.store(compose(first, summary, self.tag), Ordering::Release);
+    }
+
+    /// The chain's summary (all ones if its head word is wide: see [`crate::head`]).
+    pub fn summary(&self) -> u16 {
+        summary_of(self.raw.word.load(Ordering::Relaxed))
+    }
+
+    /// Adds `bits` to the summary. Call it before inserting a node they describe, so that no
+    /// reader of [`find_summarised`](HListBl::find_summarised) can see the node without them.
+    pub fn add_summary(&mut self, bits: u16) {
+        let summary = self.summary();
+        if summary & bits != bits {
+            self.store_head(self.load(Slot::Head), summary | bits);
+        }
+    }
+
+    /// Replaces the summary, typically with the union of the bits of the nodes left after a
+    /// removal. Clearing bits of a node still on the chain hides it from summarised finds.
+    pub fn set_summary(&mut self, summary: u16) {
+        self.store_head(self.load(Slot::Head), summary);
     }
 
     /// The slot pointing at `node`'s link, found by walking: `None` if not on this chain.

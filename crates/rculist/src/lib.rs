@@ -36,7 +36,9 @@
 //!   `replace`, `move_to_front`, `move_to_back`, `move_to`, `splice_back`, `pop_*`, and a cursor
 //!   with `remove_current`.
 //! - [`HList`]: a hash chain with a one-word head; [`HListBl`]: the same head word also carries
-//!   the writer lock in bit 0, so a locked bucket costs one word.
+//!   the writer lock in bit 0, so a locked bucket costs one word. The head word's top 16 bits
+//!   hold a summary the user keeps of its nodes' hashes, so a lookup of an absent key can
+//!   often answer from the head alone ([`HListBl::find_summarised`]; see [`head`]).
 //! - [`ChildList`]: a directory's children, positive entries first, as two lists under one lock
 //!   (why: see [`child`]).
 //!
@@ -54,7 +56,7 @@
 //! - A reader step is one Acquire load (a plain load on x86) and a constant offset, as in a
 //!   non-concurrent intrusive list; starting a walk checks the guard's collector once.
 //! - A [`Link`] is three words (`next`, `prev`, and the owner id that lets writer operations
-//!   refuse a node that is not on their list); an [`HLink`] two; heads one ([`HList`],
+//!   refuse a node that is not on their list); an [`HLink`] one; heads one ([`HList`],
 //!   [`HListBl`]) or three ([`List`]: head, tail, id; plus its lock byte and move count).
 //! - Nodes live in an `Arc`: 16 bytes of header. With tiny payloads this doubles the footprint of
 //!   a node against intrusive-collections' `Box` nodes, which shows when a list outgrows L1
@@ -121,6 +123,7 @@ macro_rules! insert_beside_api {
 
 mod adapter;
 pub mod child;
+pub mod head;
 pub mod hlist;
 pub mod list;
 mod lock;

@@ -168,3 +168,45 @@ fn dropping_a_chain_releases_its_references_later() {
     assert!(!n.h.is_linked());
     assert!(wait_released(&n));
 }
+
+/// The summary bit of a test node: one of 16 by its value.
+fn bit(v: u32) -> u16 {
+    1 << (v % 16)
+}
+
+#[test]
+fn summarised_finds_skip_chains_without_the_bit_and_survive_every_head_store() {
+    let chain = HListBl::<HAdapter>::new();
+    let guard = epoch::pin();
+    let find = |v: u32| chain.find_summarised(&guard, bit(v), |n| n.v == v).map(|n| n.v);
+    let (n1, n2, n17) = (node(1), node(2), node(17));
+    {
+        let mut w = chain.lock();
+        assert_eq!(w.summary(), 0);
+        for n in [&n1, &n2, &n17] {
+            w.add_summary(bit(n.v));
+            w.push_front(n.clone()).unwrap();
+        }
+        // Bits stay through pushes, the lock bit, and stores of the head by removals.
+        assert_eq!(w.summary(), bit(1) | bit(2));
+        drop(w.remove(&n2).unwrap());
+    }
+    assert!(!chain.is_locked());
+    assert_eq!(chain.lock().summary(), bit(1) | bit(2), "a removal leaves the bits to the user");
+    assert_eq!((find(1), find(17), find(2)), (Some(1), Some(17), None));
+    // A plain find ignores the summary; a summarised one trusts it, even when it is wrong.
+    chain.lock().set_summary(bit(2));
+    assert_eq!(chain.find(&guard, |n| n.v == 1).map(|n| n.v), Some(1));
+    assert_eq!(find(1), None);
+    assert!(chain.find_arc_summarised(&guard, bit(1), |n| n.v == 1).is_none());
+    chain.lock().set_summary(bit(1));
+    assert_eq!(chain.find_arc_summarised(&guard, bit(17), |n| n.v == 17).map(|n| n.v), Some(17));
+    // An emptied chain keeps whatever summary it was given; it reads as empty all the same.
+    {
+        let mut w = chain.lock();
+        drop(w.remove(&n1).unwrap());
+        drop(w.remove(&n17).unwrap());
+        w.set_summary(0);
+    }
+    assert!(chain.is_empty() && values(&chain).is_empty());
+}
