@@ -1,5 +1,6 @@
 //! Sequences of `List` and `HListBl` writer operations checked against a `VecDeque` / `Vec`
-//! model after every step: contents, order, and which operations are refused.
+//! model after every step: contents, order, which operations are refused, and the chain's
+//! summary with what `find_summarised` answers behind it.
 #![no_main]
 
 use std::collections::VecDeque;
@@ -42,12 +43,20 @@ enum Op {
     HReplace(u8, u8),
     HPop,
     HCursorRemove(u8),
+    /// Replace the summary with this value (a recompute, or anything at all).
+    HSetSummary(u16),
+}
+
+/// A node's summary bits: several nodes share each, as hashes do.
+fn bit(id: u8) -> u16 {
+    1 << (id % 7)
 }
 
 struct Model {
     list: VecDeque<u8>,
     other: VecDeque<u8>,
     chain: Vec<u8>,
+    summary: u16,
 }
 
 impl Model {
@@ -68,7 +77,8 @@ fuzz_target!(|ops: Vec<Op>| {
     let list = List::<LA>::new();
     let other = List::<LA>::new();
     let chain = HListBl::<HA>::new();
-    let mut m = Model { list: VecDeque::new(), other: VecDeque::new(), chain: Vec::new() };
+    let mut m =
+        Model { list: VecDeque::new(), other: VecDeque::new(), chain: Vec::new(), summary: 0 };
     let guard = epoch::pin();
     for op in ops.iter().take(256) {
         let mut w = list.lock();
@@ -160,7 +170,10 @@ fuzz_target!(|ops: Vec<Op>| {
             }
             Op::HPush(a) => {
                 let ok = !m.chain.contains(&id(a));
-                assert_eq!(chain.lock().push_front(n(a).clone()).is_ok(), ok);
+                let mut hw = chain.lock();
+                hw.add_summary(bit(id(a)));
+                m.summary |= bit(id(a));
+                assert_eq!(hw.push_front(n(a).clone()).is_ok(), ok);
                 if ok {
                     m.chain.insert(0, id(a));
                 }
@@ -170,6 +183,8 @@ fuzz_target!(|ops: Vec<Op>| {
                 let at = m.chain.iter().position(|&x| x == id(a));
                 let ok = at.is_some() && !m.chain.contains(&id(b));
                 let mut hw = chain.lock();
+                hw.add_summary(bit(id(b)));
+                m.summary |= bit(id(b));
                 let r = if after {
                     hw.insert_after(n(a), n(b).clone())
                 } else {
@@ -200,6 +215,10 @@ fuzz_target!(|ops: Vec<Op>| {
                 let expect = (!m.chain.is_empty()).then(|| m.chain.remove(0));
                 assert_eq!(chain.lock().pop_front().map(|x| x.id), expect);
             }
+            Op::HSetSummary(bits) => {
+                chain.lock().set_summary(bits);
+                m.summary = bits;
+            }
             Op::HCursorRemove(k) => {
                 let mut hw = chain.lock();
                 let mut c = hw.cursor_mut(&guard);
@@ -221,6 +240,12 @@ fuzz_target!(|ops: Vec<Op>| {
         assert_eq!(got, Vec::from(m.other.clone()), "after {op:?}");
         let got: Vec<u8> = chain.iter(&guard).map(|x| x.id).collect();
         assert_eq!(got, m.chain, "after {op:?}");
+        assert_eq!(chain.lock().summary(), m.summary, "after {op:?}");
+        for i in 0..POOL as u8 {
+            let expect = m.chain.contains(&i) && m.summary & bit(i) != 0;
+            let found = chain.find_summarised(&guard, bit(i), |x| x.id == i).map(|x| x.id);
+            assert_eq!(found, expect.then_some(i), "node {i} after {op:?}");
+        }
         assert!(!chain.is_locked());
     }
 });
