@@ -1,6 +1,6 @@
 //! Sequences of `List` and `HListBl` writer operations checked against a `VecDeque` / `Vec`
 //! model after every step: contents, order, which operations are refused, and the chain's
-//! summary with what `find_summarised` answers behind it.
+//! head word (summary, short length) with what `find_summarised` answers behind it.
 #![no_main]
 
 use std::collections::VecDeque;
@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use udcache_rculist::head::{SHORT, SUMMARY_BITS};
 use udcache_rculist::{End, HLink, HListBl, Link, List, adapter, epoch};
 
 const POOL: usize = 12;
@@ -217,7 +218,7 @@ fuzz_target!(|ops: Vec<Op>| {
             }
             Op::HSetSummary(bits) => {
                 chain.lock().set_summary(bits);
-                m.summary = bits;
+                m.summary = bits & ((1 << SUMMARY_BITS) - 1);
             }
             Op::HCursorRemove(k) => {
                 let mut hw = chain.lock();
@@ -240,7 +241,10 @@ fuzz_target!(|ops: Vec<Op>| {
         assert_eq!(got, Vec::from(m.other.clone()), "after {op:?}");
         let got: Vec<u8> = chain.iter(&guard).map(|x| x.id).collect();
         assert_eq!(got, m.chain, "after {op:?}");
-        assert_eq!(chain.lock().summary(), m.summary, "after {op:?}");
+        let hw = chain.lock();
+        assert_eq!(hw.summary(), m.summary, "after {op:?}");
+        assert_eq!(hw.short_len(), Some(m.chain.len()).filter(|&n| n < SHORT), "after {op:?}");
+        drop(hw);
         for i in 0..POOL as u8 {
             let expect = m.chain.contains(&i) && m.summary & bit(i) != 0;
             let found = chain.find_summarised(&guard, bit(i), |x| x.id == i).map(|x| x.id);

@@ -17,14 +17,15 @@
 //!   under the bucket lock: onto the LRU, then the trimming rules ([`crate::trim`]) if negative.
 //! - **Retire**: entries leave a chain through `HListWriter::remove`, whose `Unlinked` defers
 //!   the chain's reference past every reader pinned at that moment.
-//! - **Summary**: each bucket's head word carries 16 bits, one per value of the low 4 bits
-//!   of an entry's hash ([`summary_bit`]), set for every entry on the chain (see
+//! - **Summary**: each bucket's head word carries 12 bits, one chosen by the low bits of an
+//!   entry's hash ([`summary_bit`]), set for every entry on the chain (see
 //!   `udcache_rculist::head`). Under the bucket lock, an insert adds its bit before linking
 //!   the entry, and a removal recomputes the bits from the entries left
 //!   ([`crate::trim::unhash`]). Lookups ask the chain only when their bit is set: a name
-//!   that is not there usually costs the head load alone (3 entries leave 13 of 16 bits
+//!   that is not there usually costs the head load alone (3 entries leave 9 of 12 bits
 //!   clear at best), the common case of a miss in a flood. The bucket index uses the
-//!   hash's high half, so the two do not correlate.
+//!   hash's high half, so the two do not correlate. The head word also counts a short
+//!   chain's entries, which lets rule 2 skip its walk when the chain cannot exceed the cap.
 //!
 //! No resizing: the bucket count is fixed at creation from the expected size (as the kernel
 //! sizes its dentry hash once at boot). Resizing under lockless readers needs a second table
@@ -38,6 +39,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use udcache_rculist::epoch::{self, Guard};
+use udcache_rculist::head::SUMMARY_BITS;
 use udcache_rculist::{HListBl, HListWriter};
 
 use crate::entry::{ChainAdapter, Entry, NEGATIVE, ON_LRU, REFERENCED, UNHASHED, WORKINGSET};
@@ -165,10 +167,10 @@ impl<V: Send + Sync + 'static> BucketLock<'_, V> {
     }
 }
 
-/// The summary bit of an entry with key word `key`: one of 16, chosen by the low 4 bits of
-/// its hash (the key word's high half holds the hash's low 32 bits).
+/// The summary bit of an entry with key word `key`: one of `SUMMARY_BITS`, chosen by the
+/// low bits of its hash (the key word's high half holds the hash's low 32 bits).
 pub(crate) fn summary_bit(key: u64) -> u16 {
-    1 << ((key >> 32) & 15)
+    1 << ((key >> 32) as u32 % SUMMARY_BITS)
 }
 
 impl<V: Send + Sync + 'static> NegHash<V> {

@@ -181,6 +181,10 @@ pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
     guard: &Guard,
 ) {
     let Some(cap) = t.config().cap() else { return };
+    // A chain no longer than the cap cannot hold too many negatives: no walk.
+    if lock.chain.short_len().is_some_and(|len| len <= cap) {
+        return;
+    }
     loop {
         let (mut negatives, mut oldest_unreferenced, mut oldest) = (0, None, None);
         for e in t.chain(lock).iter(guard) {

@@ -1,22 +1,31 @@
-//! The head word of a hash chain: the first link, the [`HListBl`](crate::HListBl) lock bit, and
-//! a 16-bit summary of the chain's members.
+//! The head word of a hash chain: the first link, the [`HListBl`](crate::HListBl) lock bit, a
+//! 12-bit summary of the chain's members and their count while it is short.
 //!
 //! # Layout
 //!
 //! ```text
-//!  63          48 47                                   3  2   1     0
-//! +--------------+--------------------------------------+---+------+------+
-//! |   summary    |       address of the first link      | 0 | WIDE | LOCK |
-//! +--------------+--------------------------------------+---+------+------+
+//!  63        52 51    48 47                                   3  2   1     0
+//! +------------+--------+--------------------------------------+---+------+------+
+//! |  summary   | length |       address of the first link      | 0 | WIDE | LOCK |
+//! +------------+--------+--------------------------------------+---+------+------+
 //! ```
 //!
 //! - Links are word-aligned, so an address leaves bits 0..2 free: bit 0 is the lock, bit 1
 //!   says the word is **wide**.
 //! - User-space addresses on x86-64 and AArch64 fit in 48 bits unless a program maps memory
 //!   above that on purpose. A link that needs the high bits makes the word wide: the
-//!   address takes all of bits 3..63 and there is no summary. Readers then treat the summary
-//!   as all ones: "anything may be on this chain". 32-bit targets have no room for it at
-//!   all, so every word there is wide.
+//!   address takes all of bits 3..63, and there is neither summary nor length, from then on
+//!   (a later narrow address could not know them). Readers treat the summary as all ones
+//!   ("anything may be on this chain") and the length as unknown. 32-bit targets have no
+//!   room for either, so every word there is wide.
+//!
+//! # The length
+//!
+//! The number of members, kept by every writer operation that links or unlinks one, up to
+//! [`SHORT`]` - 1`; [`SHORT`] means "that many or more", and a removal from such a chain
+//! counts the members again (the writer holds the lock, and a long chain is the rare case).
+//! It lets a writer skip walks that only matter for long chains
+//! ([`HListWriter::short_len`](crate::HListWriter::short_len)).
 //!
 //! # What the summary means
 //!
@@ -35,48 +44,77 @@
 //! whose load returns a word linking the node also sees its bits, and a reader that sees
 //! them clear read a word older than the node: its miss is ordered before the insert.
 //! A summary recomputed after a removal is stored after the unlinking store, so a reader
-//! that sees the bit gone sees the node gone too.
+//! that sees the bit gone sees the node gone too. The length is read by writers only.
 
 use crate::HLink;
 use crate::lock::BIT_LOCK;
 
-/// Bit 1: the address uses the high bits; the word has no summary.
-const WIDE: usize = 2;
-/// Where the summary starts.
-const SUMMARY_SHIFT: u32 = 48;
-/// The bits that are neither address nor summary.
-const FLAGS: usize = BIT_LOCK | WIDE;
+/// How many bits of summary a head word has: [`HListWriter::set_summary`] keeps the low
+/// `SUMMARY_BITS` of its argument.
+///
+/// [`HListWriter::set_summary`]: crate::HListWriter::set_summary
+pub const SUMMARY_BITS: u32 = 12;
+/// The length field saturates here: a chain of `SHORT` or more members.
+pub const SHORT: usize = 15;
 
-/// Whether `address` fits under the summary.
-fn narrow(address: usize) -> bool {
-    usize::BITS == 64 && (address as u64) >> SUMMARY_SHIFT == 0
+/// Bit 1: the address uses the high bits; the word has no summary and no length.
+const WIDE: usize = 2;
+/// The bits that are neither address, length nor summary.
+const FLAGS: usize = BIT_LOCK | WIDE;
+/// Where the length starts; the summary follows it.
+const LENGTH_SHIFT: u32 = 48;
+const SUMMARY_SHIFT: u32 = LENGTH_SHIFT + 4;
+const ALL: u16 = (1 << SUMMARY_BITS) - 1;
+
+/// A head word taken apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Parts {
+    /// The first link (null: empty).
+    pub(crate) first: *const HLink,
+    /// The summary: all ones when the word is wide.
+    pub(crate) summary: u16,
+    /// The length, `None` when the word is wide.
+    pub(crate) len: Option<usize>,
 }
 
-/// The head word linking `first`, with `summary` (dropped if the word must be wide) and
-/// `lock` (0 or the lock bit).
-pub(crate) fn compose(first: *const HLink, summary: u16, lock: usize) -> usize {
-    let address = first.expose_provenance();
+/// Whether `address` fits under the length and the summary.
+fn narrow(address: usize) -> bool {
+    usize::BITS == 64 && (address as u64) >> LENGTH_SHIFT == 0
+}
+
+/// The head word holding `parts` and `lock` (0 or the lock bit); wide, losing the summary
+/// and the length, if the address needs the high bits.
+pub(crate) fn compose(parts: Parts, lock: usize) -> usize {
+    let address = parts.first.expose_provenance();
     debug_assert_eq!(address & FLAGS, 0, "links are word-aligned");
-    if narrow(address) {
-        address | ((u64::from(summary) << SUMMARY_SHIFT) as usize) | lock
-    } else {
-        address | WIDE | lock
+    match parts.len {
+        Some(len) if narrow(address) => {
+            let high = (u64::from(parts.summary & ALL) << SUMMARY_SHIFT)
+                | ((len.min(SHORT) as u64) << LENGTH_SHIFT);
+            address | high as usize | lock
+        }
+        _ => address | WIDE | lock,
+    }
+}
+
+/// Takes a head word apart.
+pub(crate) fn parts_of(word: usize) -> Parts {
+    if word & WIDE != 0 {
+        let first = std::ptr::with_exposed_provenance(word & !FLAGS);
+        return Parts { first, summary: ALL, len: None };
+    }
+    let word = word as u64;
+    let address = (word & ((1 << LENGTH_SHIFT) - 1)) as usize & !FLAGS;
+    Parts {
+        first: std::ptr::with_exposed_provenance(address),
+        summary: (word >> SUMMARY_SHIFT) as u16,
+        len: Some((word >> LENGTH_SHIFT) as usize & SHORT),
     }
 }
 
 /// The first link of a head word.
 pub(crate) fn first_of(word: usize) -> *const HLink {
-    let address = if word & WIDE != 0 {
-        word & !FLAGS
-    } else {
-        ((word as u64) & ((1 << SUMMARY_SHIFT) - 1)) as usize & !FLAGS
-    };
-    std::ptr::with_exposed_provenance(address)
-}
-
-/// The summary of a head word: all ones when it is wide.
-pub(crate) fn summary_of(word: usize) -> u16 {
-    if word & WIDE != 0 { u16::MAX } else { ((word as u64) >> SUMMARY_SHIFT) as u16 }
+    parts_of(word).first
 }
 
 #[cfg(test)]
@@ -86,25 +124,27 @@ mod tests {
     #[test]
     fn narrow_words_round_trip_their_parts() {
         let link = Box::new(HLink::new());
-        let p: *const HLink = &*link;
-        for (summary, lock) in [(0, 0), (0x8001, BIT_LOCK), (u16::MAX, 0)] {
-            let word = compose(p, summary, lock);
-            assert_eq!(first_of(word), p);
-            assert_eq!(word & BIT_LOCK, lock);
-            if narrow(p.addr()) {
-                assert_eq!(summary_of(word), summary);
-            }
+        let first: *const HLink = &*link;
+        assert!(narrow(first.addr()), "a heap address below 2^48");
+        for (summary, len, lock) in [(0, 0, 0), (0x801, 3, BIT_LOCK), (ALL, SHORT, 0)] {
+            let parts = Parts { first, summary, len: Some(len) };
+            let word = compose(parts, lock);
+            assert_eq!((parts_of(word), word & BIT_LOCK), (parts, lock));
         }
-        assert!(first_of(compose(std::ptr::null(), 7, BIT_LOCK)).is_null());
+        // Bits past the summary's width and lengths past SHORT are clipped.
+        let clipped = parts_of(compose(Parts { first, summary: 0xf001, len: Some(40) }, 0));
+        assert_eq!((clipped.summary, clipped.len), (0x001, Some(SHORT)));
+        let empty = Parts { first: std::ptr::null(), summary: 7, len: Some(0) };
+        assert_eq!(parts_of(compose(empty, BIT_LOCK)), empty);
     }
 
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_high_address_makes_the_word_wide() {
         let high: *const HLink = std::ptr::without_provenance(0x00ff_0000_0000_1000);
-        let word = compose(high, 0x0004, BIT_LOCK);
-        assert_eq!(first_of(word), high);
-        assert_eq!(summary_of(word), u16::MAX, "no room for a summary: anything may be there");
+        let word = compose(Parts { first: high, summary: 0x0004, len: Some(2) }, BIT_LOCK);
+        let wide = Parts { first: high, summary: ALL, len: None };
+        assert_eq!(parts_of(word), wide, "no room: anything may be there, length unknown");
         assert_eq!(word & BIT_LOCK, BIT_LOCK);
     }
 }

@@ -45,11 +45,16 @@ use std::sync::Arc;
 
 use crate::Adapter;
 use crate::epoch::Guard;
-use crate::head::{compose, first_of, summary_of};
+use crate::head::{Parts, SHORT, SUMMARY_BITS, compose, first_of, parts_of};
 use crate::lock::{BIT_LOCK, bit_lock, bit_unlock};
 use crate::retire::{Refused, Unlinked, arc_of, check_guard, release_raw};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::walk::step;
+
+/// The summary bits a head word keeps.
+fn summary_mask() -> u16 {
+    (1 << SUMMARY_BITS) - 1
+}
 
 /// Bit 0 of an [`HLink`]'s `next`: the link is on no chain (see the module rules).
 const UNLINKED: usize = 1;
@@ -135,8 +140,8 @@ impl<A: Adapter<Link = HLink>> RawHead<A> {
     fn iter_summarised<'g>(&'g self, guard: &'g Guard, bits: u16) -> HIter<'g, A> {
         check_guard(guard);
         // Acquire: as in `iter`.
-        let word = self.word.load(Ordering::Acquire);
-        let first = if summary_of(word) & bits == 0 { ptr::null() } else { first_of(word) };
+        let head = parts_of(self.word.load(Ordering::Acquire));
+        let first = if head.summary & bits == 0 { ptr::null() } else { head.first };
         HIter { next: first, _list: PhantomData }
     }
 }
@@ -367,37 +372,74 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         // Release pairs with the readers' Acquire loads: a reader that reads `link` sees its node
         // initialised (also when `link` was published earlier by another store it did not read).
         match slot {
-            Slot::Head => self.store_head(link, self.summary()),
+            Slot::Head => self.store_head(Parts { first: link, ..self.head() }),
             // SAFETY: writer lock held; `p` is a member.
             Slot::Next(p) => unsafe { &*p }.next.store(link.cast_mut(), Ordering::Release),
         }
     }
 
-    /// Stores the head word: `first`, `summary`, and the lock bit if this writer holds it.
-    fn store_head(&self, first: *const HLink, summary: u16) {
-        // Release: see `store`. Relaxed loads of the word by this writer are enough: only
-        // writers change it, and they are serialised.
-        self.raw.word.store(compose(first, summary, self.tag), Ordering::Release);
+    /// The head word taken apart (see [`crate::head`]). Relaxed: only writers change the
+    /// word, and they are serialised.
+    fn head(&self) -> Parts {
+        parts_of(self.raw.word.load(Ordering::Relaxed))
     }
 
-    /// The chain's summary (all ones if its head word is wide: see [`crate::head`]).
+    /// Stores the head word, with the lock bit if this writer holds it. Release: see `store`.
+    fn store_head(&self, head: Parts) {
+        self.raw.word.store(compose(head, self.tag), Ordering::Release);
+    }
+
+    /// Counts a member linked (`true`) or unlinked into the head word's length. Unlinking
+    /// from a chain of [`SHORT`] or more counts the members left.
+    fn count(&self, linked: bool) {
+        let head = self.head();
+        let Some(len) = head.len else { return };
+        let len = match (linked, len) {
+            (true, _) => len + 1,
+            (false, SHORT) => self.members_up_to(SHORT),
+            (false, _) => len - 1,
+        };
+        self.store_head(Parts { len: Some(len), ..head });
+    }
+
+    /// The number of members, counting no further than `limit`.
+    fn members_up_to(&self, limit: usize) -> usize {
+        let mut n = 0;
+        let mut cur = self.load(Slot::Head);
+        while !cur.is_null() && n < limit {
+            n += 1;
+            cur = pointer_of(self.load(Slot::Next(cur)).cast_mut());
+        }
+        n
+    }
+
+    /// The number of members if fewer than [`SHORT`](crate::head::SHORT); `None` for a longer
+    /// chain, or one whose head word is wide (see [`crate::head`]). No walk.
+    pub fn short_len(&self) -> Option<usize> {
+        self.head().len.filter(|&n| n < SHORT)
+    }
+
+    /// The chain's summary: its low [`SUMMARY_BITS`](crate::head::SUMMARY_BITS) bits, all
+    /// ones if the head word is wide (see [`crate::head`]).
     pub fn summary(&self) -> u16 {
-        summary_of(self.raw.word.load(Ordering::Relaxed))
+        self.head().summary
     }
 
     /// Adds `bits` to the summary. Call it before inserting a node they describe, so that no
     /// reader of [`find_summarised`](HListBl::find_summarised) can see the node without them.
     pub fn add_summary(&mut self, bits: u16) {
-        let summary = self.summary();
-        if summary & bits != bits {
-            self.store_head(self.load(Slot::Head), summary | bits);
+        let head = self.head();
+        let bits = bits & summary_mask();
+        if head.summary & bits != bits {
+            self.store_head(Parts { summary: head.summary | bits, ..head });
         }
     }
 
-    /// Replaces the summary, typically with the union of the bits of the nodes left after a
-    /// removal. Clearing bits of a node still on the chain hides it from summarised finds.
+    /// Replaces the summary (its low [`SUMMARY_BITS`](crate::head::SUMMARY_BITS) bits),
+    /// typically with the union of the bits of the nodes left after a removal. Clearing bits
+    /// of a node still on the chain hides it from summarised finds.
     pub fn set_summary(&mut self, summary: u16) {
-        self.store_head(self.load(Slot::Head), summary);
+        self.store_head(Parts { summary, ..self.head() });
     }
 
     /// The slot pointing at `node`'s link, found by walking: `None` if not on this chain.
@@ -450,6 +492,7 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         // Release: a reader still standing on this node from an earlier life sees `next`'s node.
         unsafe { &*link }.next.store(next.cast_mut(), Ordering::Release);
         self.store(slot, link);
+        self.count(true);
     }
 
     /// Unlinks the member `slot` points at; its `next` stays for readers on it.
@@ -462,6 +505,7 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         debug_assert!(l.is_linked(), "member marked unlinked");
         self.store(slot, next);
         l.mark_unlinked(next);
+        self.count(false);
         // SAFETY: `stored` is the chain's `Arc::into_raw` pointer (its provenance).
         unsafe { Unlinked::from_raw(A::value_ptr(stored)) }
     }

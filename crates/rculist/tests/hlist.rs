@@ -3,6 +3,7 @@
 mod common;
 
 use common::{AAdapter, HAdapter, node, wait_released};
+use udcache_rculist::head::SHORT;
 use udcache_rculist::{HLink, HList, HListBl, List, epoch};
 
 fn values(chain: &HListBl<HAdapter>) -> Vec<u32> {
@@ -188,8 +189,12 @@ fn summarised_finds_skip_chains_without_the_bit_and_survive_every_head_store() {
             w.push_front(n.clone()).unwrap();
         }
         // Bits stay through pushes, the lock bit, and stores of the head by removals.
-        assert_eq!(w.summary(), bit(1) | bit(2));
+        assert_eq!((w.summary(), w.short_len()), (bit(1) | bit(2), Some(3)));
         drop(w.remove(&n2).unwrap());
+        assert_eq!(w.short_len(), Some(2));
+        // Only the low SUMMARY_BITS are kept.
+        w.add_summary(1 << 15);
+        assert_eq!(w.summary(), bit(1) | bit(2));
     }
     assert!(!chain.is_locked());
     assert_eq!(chain.lock().summary(), bit(1) | bit(2), "a removal leaves the bits to the user");
@@ -209,4 +214,31 @@ fn summarised_finds_skip_chains_without_the_bit_and_survive_every_head_store() {
         w.set_summary(0);
     }
     assert!(chain.is_empty() && values(&chain).is_empty());
+}
+
+#[test]
+fn short_len_counts_members_until_the_chain_is_long() {
+    let chain = HListBl::<HAdapter>::new();
+    let nodes: Vec<_> = (0..20).map(node).collect();
+    let mut w = chain.lock();
+    for (i, n) in nodes.iter().enumerate() {
+        assert_eq!(w.short_len(), (i < SHORT).then_some(i));
+        w.push_front(n.clone()).unwrap();
+    }
+    // Removing from a long chain counts again: exact once it is short.
+    for (i, n) in nodes.iter().enumerate() {
+        drop(w.remove(n).unwrap());
+        let left = nodes.len() - i - 1;
+        assert_eq!(w.short_len(), (left < SHORT).then_some(left), "{left} left");
+    }
+    // Every writer operation keeps it: inserts beside a node, replace, cursor removal, pop.
+    w.push_front(nodes[0].clone()).unwrap();
+    w.insert_after(&nodes[0], nodes[1].clone()).unwrap();
+    w.insert_before(&nodes[0], nodes[2].clone()).unwrap();
+    drop(w.replace(&nodes[1], nodes[3].clone()).unwrap());
+    assert_eq!(w.short_len(), Some(3));
+    let guard = epoch::pin();
+    drop(w.cursor_mut(&guard).remove_current().unwrap());
+    drop(w.pop_front().unwrap());
+    assert_eq!(w.short_len(), Some(1));
 }
