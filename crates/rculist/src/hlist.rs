@@ -413,13 +413,13 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         n
     }
 
-    /// The number of members if fewer than [`SHORT`](crate::head::SHORT); `None` for a longer
+    /// The number of members if fewer than [`SHORT`]; `None` for a longer
     /// chain, or one whose head word is wide (see [`crate::head`]). No walk.
     pub fn short_len(&self) -> Option<usize> {
         self.head().len.filter(|&n| n < SHORT)
     }
 
-    /// The chain's summary: its low [`SUMMARY_BITS`](crate::head::SUMMARY_BITS) bits, all
+    /// The chain's summary: its low [`SUMMARY_BITS`] bits, all
     /// ones if the head word is wide (see [`crate::head`]).
     pub fn summary(&self) -> u16 {
         self.head().summary
@@ -435,7 +435,7 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         }
     }
 
-    /// Replaces the summary (its low [`SUMMARY_BITS`](crate::head::SUMMARY_BITS) bits),
+    /// Replaces the summary (its low [`SUMMARY_BITS`] bits),
     /// typically with the union of the bits of the nodes left after a removal. Clearing bits
     /// of a node still on the chain hides it from summarised finds.
     pub fn set_summary(&mut self, summary: u16) {
