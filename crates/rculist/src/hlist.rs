@@ -2,8 +2,9 @@
 //!
 //! # Rules
 //!
-//! - **Shape.** The head word holds the address of the first link (null when empty); each link's
-//!   `next` points at the following one, the last is null. There are no back pointers: a table of
+//! - **Shape.** The head word holds the address of the first link (null when empty), with a
+//!   short chain's length and the user's summary of its members in the high bits (see
+//!   [`crate::head`]); each link's `next` points at the following one, the last is null. There are no back pointers: a table of
 //!   heads costs one word per bucket, and a writer finds a node's predecessor by walking the
 //!   chain from the head. Hash chains are short (a few entries per bucket), so that walk is the
 //!   price of the one-word head, and it doubles as the proof that the node is on this chain.
