@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use udcache_neghash::{Config, Held, NegHash, epoch};
+use udcache_neghash::{Config, Held, KeyHash, NegHash, epoch};
 
 #[derive(Arbitrary, Debug)]
 enum Op {
@@ -27,6 +27,7 @@ struct Input {
     cap: Option<u8>,
     rule1: bool,
     admission: bool,
+    folded: bool,
     ops: Vec<Op>,
 }
 
@@ -38,7 +39,8 @@ fuzz_target!(|input: Input| {
     let config = Config::with_buckets(usize::from(input.buckets % 8) + 1)
         .with_negative_cap(input.cap.map(|c| usize::from(c % 8) + 1))
         .with_rule1(input.rule1)
-        .with_admission(input.admission);
+        .with_admission(input.admission)
+        .with_key_hash(if input.folded { KeyHash::FoldedMultiply } else { KeyHash::SipHash13 });
     let table: NegHash<()> = NegHash::new(config);
     // key -> negative, for entries that may be in the table; handles with their key.
     let mut model: HashMap<(u64, Vec<u8>), bool> = HashMap::new();

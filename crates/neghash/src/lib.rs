@@ -18,7 +18,9 @@
 //!   ([`udcache_rculist::HListBl`]: one word per bucket, the writer lock in its low bit).
 //! - **Lookups** are lock-free under a crossbeam-epoch guard: SipHash-1-3 of the key with
 //!   per-table random keys (std's `RandomState`: no one can compute colliding names offline;
-//!   it costs ~15 ns on a short name, paid once per lookup), then a chain walk comparing hash
+//!   it costs ~15 ns on a short name, paid once per lookup; a table whose keys its owner
+//!   assigns may choose a keyed folded multiply instead: [`KeyHash`]), then the bucket's head
+//!   word, whose summary bits answer most misses alone, then a chain walk comparing hash
 //!   and length as one word before the parent and the bytes. A hit writes nothing shared
 //!   except the referenced bit, and only when it is clear.
 //! - **Inserts and removals** lock one bucket. Removed entries are freed after a grace period.
@@ -66,6 +68,7 @@
 //! ```
 
 mod entry;
+pub mod hashing;
 mod lru;
 mod name;
 mod stats;
@@ -74,6 +77,7 @@ mod table;
 pub mod trim;
 
 pub use entry::Entry;
+pub use hashing::KeyHash;
 pub use name::INLINE_NAME;
 pub use stats::Stats;
 pub use table::{Config, Held, NegHash, Shape};

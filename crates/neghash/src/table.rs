@@ -33,7 +33,6 @@
 //! the negative bounds below are per bucket, so a table that is too small costs longer chains,
 //! not unbounded memory.
 
-use std::hash::{BuildHasher, Hasher};
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
@@ -43,9 +42,10 @@ use udcache_rculist::head::SUMMARY_BITS;
 use udcache_rculist::{HListBl, HListWriter};
 
 use crate::entry::{ChainAdapter, Entry, NEGATIVE, ON_LRU, REFERENCED, UNHASHED, WORKINGSET};
+use crate::hashing::{KeyHash, KeyHasher};
 use crate::lru::Lru;
 use crate::stats::{C, Counters, Stats};
-use crate::sync::{AtomicU32, Ordering, Seeded};
+use crate::sync::{AtomicU32, Ordering};
 use crate::trim;
 
 /// How a [`NegHash`] is sized and how hard it bounds negative entries.
@@ -56,6 +56,7 @@ pub struct Config {
     admission: bool,
     negative_cap: Option<usize>,
     negative_share: Option<f64>,
+    key_hash: KeyHash,
 }
 
 impl Config {
@@ -73,6 +74,7 @@ impl Config {
             admission: true,
             negative_cap: Some(6),
             negative_share: None,
+            key_hash: KeyHash::SipHash13,
         }
     }
 
@@ -113,6 +115,18 @@ impl Config {
         self
     }
 
+    /// The hash function (see [`KeyHash`]). Default [`KeyHash::SipHash13`]: choose
+    /// [`KeyHash::FoldedMultiply`] only for keys no adversary chooses.
+    pub fn with_key_hash(mut self, kind: KeyHash) -> Self {
+        self.key_hash = kind;
+        self
+    }
+
+    /// The hash function.
+    pub fn key_hash(&self) -> KeyHash {
+        self.key_hash
+    }
+
     /// Buckets.
     pub fn buckets(&self) -> usize {
         self.buckets
@@ -134,7 +148,7 @@ impl Config {
 pub struct NegHash<V: Send + Sync + 'static> {
     buckets: Box<[HListBl<ChainAdapter<V>>]>,
     lru: Lru<V>,
-    hasher: Seeded,
+    hasher: KeyHasher,
     config: Config,
     counters: Counters,
     /// Per bucket, the hash of the negative it last evicted (0: none); under the bucket lock.
@@ -182,7 +196,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         NegHash {
             buckets: (0..n).map(|_| HListBl::new()).collect(),
             lru: Lru::new(shards),
-            hasher: Seeded::default(),
+            hasher: KeyHasher::new(config.key_hash),
             config,
             counters: Counters::new(),
             ghosts: (0..ghosts).map(|_| AtomicU32::new(0)).collect(),
@@ -194,17 +208,10 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         &self.config
     }
 
-    /// `(key word, bucket)`: SipHash-1-3 of (parent, name) under this table's random keys.
-    ///
-    /// The input is the parent's 8 bytes followed by the name, without the length prefix that
-    /// `Hash for [u8]` adds (one hasher call fewer per lookup): the parent has a fixed width
-    /// and the name is the rest, so two keys never give the same input, and SipHash mixes in
-    /// the total length.
+    /// `(key word, bucket)` of `(parent, name)`: its hash under this table's random keys
+    /// (see [`crate::hashing`]).
     fn locate(&self, parent: u64, name: &[u8]) -> (u64, usize) {
-        let mut hasher = self.hasher.build_hasher();
-        hasher.write_u64(parent);
-        hasher.write(name);
-        let h = hasher.finish();
+        let h = self.hasher.hash(parent, name);
         let key = (h << 32) | name.len() as u64;
         (key, (h >> 32) as usize & (self.buckets.len() - 1))
     }

@@ -43,7 +43,7 @@ use std::time::Duration;
 use udcache_gp::GpPool;
 use udcache_readdir::ReaddirCache;
 
-use udcache_neghash::{Held, NegHash, epoch, epoch::Guard};
+use udcache_neghash::{Held, KeyHash, NegHash, epoch, epoch::Guard};
 
 use crate::attr::Attr;
 use crate::clock::{Clock, CoarseClock, Ticks};
@@ -103,9 +103,11 @@ impl std::fmt::Debug for SharedClock {
     }
 }
 
-/// The inode table's configuration: it holds no negatives, so it keeps no ghost slots.
+/// The inode table's configuration: it holds no negatives, so it keeps no ghost slots; it is
+/// keyed by inode numbers, which the filesystem assigns, so it hashes them with the folded
+/// multiply (a SipHash fewer on every lookup by number: see `udcache_neghash::hashing`).
 fn inode_table(config: udcache_neghash::Config) -> udcache_neghash::Config {
-    config.with_admission(false)
+    config.with_admission(false).with_key_hash(KeyHash::FoldedMultiply)
 }
 
 impl Config {
