@@ -64,7 +64,8 @@ const FLAGS: usize = BIT_LOCK | WIDE;
 /// Where the length starts; the summary follows it.
 const LENGTH_SHIFT: u32 = 48;
 const SUMMARY_SHIFT: u32 = LENGTH_SHIFT + 4;
-const ALL: u16 = (1 << SUMMARY_BITS) - 1;
+/// Every summary bit: the summary of a wide word, and the mask of a narrow one.
+pub(crate) const ALL: u16 = (1 << SUMMARY_BITS) - 1;
 
 /// A head word taken apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -46,16 +46,11 @@ use std::sync::Arc;
 
 use crate::Adapter;
 use crate::epoch::Guard;
-use crate::head::{Parts, SHORT, SUMMARY_BITS, compose, first_of, parts_of};
+use crate::head::{self, Parts, SHORT, compose, first_of, parts_of};
 use crate::lock::{BIT_LOCK, bit_lock, bit_unlock};
 use crate::retire::{Refused, Unlinked, arc_of, check_guard, release_raw};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::walk::step;
-
-/// The summary bits a head word keeps.
-fn summary_mask() -> u16 {
-    (1 << SUMMARY_BITS) - 1
-}
 
 /// Bit 0 of an [`HLink`]'s `next`: the link is on no chain (see the module rules).
 const UNLINKED: usize = 1;
@@ -420,7 +415,7 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         self.head().len.filter(|&n| n < SHORT)
     }
 
-    /// The chain's summary: its low [`SUMMARY_BITS`] bits, all
+    /// The chain's summary: its low [`head::SUMMARY_BITS`] bits, all
     /// ones if the head word is wide (see [`crate::head`]).
     pub fn summary(&self) -> u16 {
         self.head().summary
@@ -430,13 +425,13 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
     /// reader of [`find_summarised`](HListBl::find_summarised) can see the node without them.
     pub fn add_summary(&mut self, bits: u16) {
         let head = self.head();
-        let bits = bits & summary_mask();
+        let bits = bits & head::ALL;
         if head.summary & bits != bits {
             self.store_head(Parts { summary: head.summary | bits, ..head });
         }
     }
 
-    /// Replaces the summary (its low [`SUMMARY_BITS`] bits),
+    /// Replaces the summary (its low [`head::SUMMARY_BITS`] bits),
     /// typically with the union of the bits of the nodes left after a removal. Clearing bits
     /// of a node still on the chain hides it from summarised finds.
     pub fn set_summary(&mut self, summary: u16) {
