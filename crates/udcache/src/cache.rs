@@ -444,7 +444,7 @@ impl Dcache {
         self.name_linked((parent, name), &inode, &names);
         drop(dentry);
         drop(names);
-        self.note_added(parent, name);
+        self.note_added(parent, name, asked.is_none());
         match existing {
             None => {
                 let slot = Slot::positive(inode.clone());

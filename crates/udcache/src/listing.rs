@@ -7,10 +7,14 @@
 //!   (a `OnceLock`); it reads through the [`Filesystem`] given to that first call. All
 //!   listings share one page budget ([`Config::with_readdir`](crate::Config::with_readdir)).
 //! - What changes a listing: `unlink`, `rename` and `invalidate` in the directory (a name
-//!   left), an `add` of a name the complete listing says is absent (a name was created), and
+//!   left), an `add` of a name the listing does not hold (a name was created), and
 //!   [`Dcache::dir_changed`] (the filesystem's own news). Each marks every page stale, dropped
-//!   lazily by the readdir cache; an `add` the listing already holds (a lookup of a listed
-//!   name) changes nothing, so looking names up does not throw listings away.
+//!   lazily by the readdir cache. A name the listing holds changes nothing, so looking names
+//!   up does not throw listings away. A listing of part of the directory (a reader stopped
+//!   early) cannot tell a created name from one it has not read yet: an [`Dcache::add`] (what
+//!   a filesystem calls for a create) marks it stale, a name [`Dcache::resolve`] found (a
+//!   lookup) does not. Otherwise a later reader would be served pages read before the create,
+//!   without the new name if it sorts among them.
 //! - A miss in [`Dcache::resolve`] asks the parent's listing before the filesystem: a
 //!   complete listing that lacks the name answers [`Resolved::Negative`](crate::Resolved)
 //!   with no call and no negative dentry (counted in
@@ -151,12 +155,17 @@ impl Dcache {
         absent
     }
 
-    /// An `add` of `name` in `dir`: a creation if the complete listing lacked it.
-    pub(crate) fn note_added(&self, dir: u64, name: &[u8]) {
-        if let Some(l) = self.dir_state(&epoch::pin(), dir).and_then(|d| d.listing.get())
-            && l.lookup(name) == udcache_readdir::Lookup::Absent
-        {
-            l.invalidate();
+    /// A positive dentry `name` filed in `dir`: a creation if the complete listing lacked it,
+    /// or, for an incomplete listing, if the caller `asserted` the name (an `add`, not a
+    /// lookup's answer).
+    pub(crate) fn note_added(&self, dir: u64, name: &[u8], asserted: bool) {
+        use udcache_readdir::Lookup::{Absent, Unknown};
+        if let Some(l) = self.dir_state(&epoch::pin(), dir).and_then(|d| d.listing.get()) {
+            match l.lookup(name) {
+                Absent => l.invalidate(),
+                Unknown if asserted => l.invalidate(),
+                _ => {}
+            }
         }
     }
 }

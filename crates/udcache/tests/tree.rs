@@ -287,3 +287,58 @@ fn readdir_is_cached_and_a_complete_listing_answers_misses() {
     assert_eq!(cache.dir_changed(151, None), Err(Error::NotDirectory(151)));
     cache.dir_changed(ROOT_INO, Some(2)).unwrap();
 }
+
+/// A directory in hash order, like ext4's: each name's cookie is fixed, and a created name
+/// lands between names already listed.
+struct HashOrdered {
+    entries: Mutex<Vec<(u64, String)>>,
+}
+
+impl Filesystem for HashOrdered {
+    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        let e = self.entries.lock().unwrap();
+        Ok(e.iter().find(|(_, n)| n.as_bytes() == name).map(|(c, _)| file(1000 + c)))
+    }
+
+    fn readdir(&self, _dir: u64, cookie: u64, max: usize) -> Result<Fill, FillError> {
+        let mut e = self.entries.lock().unwrap().clone();
+        e.sort();
+        let entries: Vec<_> = e
+            .iter()
+            .filter(|(c, _)| *c > cookie)
+            .take(max)
+            .map(|(c, n)| Entry::new(n, 1000 + c, libc_dt_reg(), *c))
+            .collect();
+        let eof = entries.last().is_none_or(|l| l.cookie == e.last().map_or(0, |(c, _)| *c));
+        Ok(Fill { entries, eof, verifier: Verifier(1) })
+    }
+}
+
+#[test]
+fn a_created_name_is_listed_after_a_partial_listing() {
+    let fs = Arc::new(HashOrdered {
+        entries: Mutex::new((1..=10).map(|i| (i * 10, format!("a{i}"))).collect()),
+    });
+    let dynfs: Arc<dyn Filesystem> = fs.clone();
+    let cache = Dcache::new(Config::for_entries(1024).with_readdir(64, 4));
+    // A reader stops after the first batch: the listing holds part of the directory.
+    let first = cache.readdir(&dynfs, ROOT_INO, 0, 3).unwrap();
+    assert_eq!(first.entries.len(), 3);
+    assert!(!first.eof);
+    // A name created between two listed ones. Its dentry says nothing about the listing's
+    // pages, and the listing cannot tell a created name from one it has not read: it must not
+    // serve the pages read before the create.
+    fs.entries.lock().unwrap().push((15, "new".into()));
+    cache.add(ROOT_INO, b"new", file(1015)).unwrap();
+    let (mut cookie, mut seen) = (0, Vec::new());
+    loop {
+        let b = cache.readdir(&dynfs, ROOT_INO, cookie, 3).unwrap();
+        seen.extend(b.entries.iter().map(|e| e.name.clone()));
+        cookie = b.entries.last().map_or(cookie, |e| e.cookie);
+        if b.eof {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 11, "{seen:?}");
+    assert!(seen.iter().any(|n| &n[..] == b"new"), "{seen:?}");
+}
