@@ -7,7 +7,8 @@
 #            compiles, make -j2), compiling (make-c) and preprocessing only (make-E: the same
 #            lookups without the code generation);
 #   flood:   seed 000's flood on real paths (c-tests' dcache_stress -D: 2 x 100,000 unique
-#            names, access);
+#            names, access); udcfs lists each flood directory after its first 64 misses
+#            (list_after_misses) and answers the other names from the complete listing;
 #   flood-s: the same with each name accessed twice (dcache_stress -s): the second is a repeat;
 #   find100k, find15k: find over a tree of FILES files (default 100,000), stat-ing each
 #            (-printf %s), and over a 15,000-file part of it (passthrough_ll keeps an fd per

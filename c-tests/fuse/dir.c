@@ -20,6 +20,17 @@
  * Threading. udcache calls the backend on the thread that called udc_readdir; that thread's
  * open directory (the FUSE file handle) is passed to the backend through tls_dir, so a fill
  * reads with the handle's own fd. The kernel serialises readdir calls on one open directory.
+ * A fill with no handle (dir_note_absent's) opens the directory for itself.
+ *
+ * Directories that keep missing. A backing lookup that finds nothing is remembered as one
+ * negative entry per name, within udcache's per-bucket bound. A directory asked for many names
+ * it lacks (seed 000's flood, a search path) is better answered by its complete listing, which
+ * udcache asks before the backing directory: a name the listing lacks is "does not exist" with
+ * no syscall and no negative entry. So every list_after_misses-th backing miss in a directory
+ * (node.absent counts them) reads its listing through, LIST_MAX entries at most. The listing
+ * stays complete until a name is created in the directory (udc_add marks it changed); misses
+ * then reach the backing directory and count again. A directory too big to list within
+ * LIST_MAX is tried again only after LIST_BACKOFF times as many misses.
  */
 #include "udcfs.h"
 
@@ -31,6 +42,7 @@
 #include <unistd.h>
 
 enum { DOT_OFF = 1, DOTDOT_OFF = 2, COOKIE_BIAS = 2, BATCH = 64 };
+enum { LIST_MAX = 64 * BATCH, LIST_BACKOFF = 16 };
 
 struct dir_handle {
 	fuse_ino_t ino;
@@ -126,6 +138,31 @@ int udcfs_readdir_fill(void *ctx, uint64_t dir, uint64_t cookie, size_t max, udc
 	int r = fill_from(fd, cookie, max, fill);
 	close(fd);
 	return r;
+}
+
+void dir_note_absent(struct udcfs *fs, fuse_ino_t dir)
+{
+	uint32_t every = fs->list_after_misses;
+	struct node *n = node_of(fs, dir);
+
+	/* Relaxed: a count; the one thread that takes it to `every` lists. */
+	if (!every || atomic_fetch_add_explicit(&n->absent, 1, memory_order_relaxed) + 1 != every)
+		return;
+	udc_dirent *ents = malloc(BATCH * sizeof(*ents));
+	uint64_t cookie = 0;
+	int end = -ENOMEM;
+	for (size_t read = 0; ents && read < LIST_MAX;) {
+		size_t count = 0;
+		end = udc_readdir(fs->cache, dir, cookie, ents, BATCH, &count);
+		if (end != 0 || count == 0)
+			break;
+		read += count;
+		cookie = ents[count - 1].cookie;
+	}
+	free(ents);
+	/* Listed to the end: count afresh. Too big, or failed: wait LIST_BACKOFF times longer. */
+	atomic_store_explicit(&n->absent, end == 1 ? 0 : every - every * LIST_BACKOFF,
+			      memory_order_relaxed);
 }
 
 void udcfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -24,6 +24,7 @@ struct options {
 	unsigned long cache_entries, cache_buckets, readdir_pages, readdir_page_entries;
 	unsigned long max_nodes;
 	unsigned negative_cap;
+	unsigned list_after_misses;
 	int stats;
 	int allow_other, default_permissions;
 };
@@ -39,6 +40,7 @@ static const struct fuse_opt udcfs_opts[] = {
 	OPT("cache_entries=%lu", cache_entries),
 	OPT("cache_buckets=%lu", cache_buckets),
 	OPT("negative_cap=%u", negative_cap),
+	OPT("list_after_misses=%u", list_after_misses),
 	OPT("readdir_pages=%lu", readdir_pages),
 	OPT("readdir_page_entries=%lu", readdir_page_entries),
 	OPT("max_nodes=%lu", max_nodes),
@@ -61,6 +63,9 @@ static void usage(const char *prog)
 	       "    -o cache_entries=N     expected entries: sizes udcache's tables (default 65536)\n"
 	       "    -o cache_buckets=N     udcache name-table buckets (default: from cache_entries)\n"
 	       "    -o negative_cap=N      unused negative entries kept per bucket (default 6)\n"
+	       "    -o list_after_misses=N read a directory's listing after every N backing\n"
+	       "                           lookups in it that found nothing, so that its complete\n"
+	       "                           listing answers the next ones (default 64; 0: never)\n"
 	       "    -o readdir_pages=N     page budget of the readdir cache (default: udcache's)\n"
 	       "    -o readdir_page_entries=N  entries read from SOURCE per fill\n"
 	       "    -o max_nodes=N         above N inodes, ask the kernel to forget unused files\n"
@@ -249,6 +254,7 @@ static int fs_init(const struct options *o, int rootfd)
 	fs.attr_timeout = o->attr_timeout;
 	fs.negative_timeout = o->negative_timeout;
 	fs.attr_valid_ns = (uint64_t)(o->attr_timeout * 1e9);
+	fs.list_after_misses = o->list_after_misses;
 	if (geteuid() == 0) {
 		fs.switch_creds = 1;
 		fs.own_ngroups = getgroups(0, NULL);
@@ -312,7 +318,7 @@ static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *cmd
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct options o = { .attr_timeout = 1.0 };
+	struct options o = { .attr_timeout = 1.0, .list_after_misses = 64 };
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct fuse_session *se = NULL;
 	pthread_t stats_tid;
@@ -346,6 +352,12 @@ int main(int argc, char *argv[])
 	if (check_timeout("entry_timeout", o.entry_timeout) ||
 	    check_timeout("attr_timeout", o.attr_timeout) ||
 	    check_timeout("negative_timeout", o.negative_timeout)) {
+		ret = 2;
+		goto out_args;
+	}
+	if (o.list_after_misses > LIST_AFTER_MISSES_MAX) {
+		fprintf(stderr, "udcfs: -o list_after_misses: at most %u, got %u\n",
+			LIST_AFTER_MISSES_MAX, o.list_after_misses);
 		ret = 2;
 		goto out_args;
 	}

@@ -15,8 +15,11 @@
 #      compiles, make -j2; STEP=-E, preprocessing only, to stay short); udcfs's stats must show
 #      that the repeated misses were answered from the cache.
 #   5. flood: seed 000's flood on real paths in the mount (c-tests' dcache_stress -D: unique
-#      names, access, access twice, mknod+unlink); udcache's negative entries must stay within
-#      negative_cap per bucket, with evictions, and the nodes of unlinked files must be freed.
+#      names, access, access twice, mknod+unlink, and access interleaved with a directory of
+#      5,000 entries, too big for udcfs to list on misses); the flood's own directories must be
+#      listed after list_after_misses misses, their complete listings answering the rest;
+#      udcache's negative entries must stay within negative_cap per bucket, with evictions, and
+#      the nodes of unlinked files must be freed.
 #   6. listing: a directory of 20,000 entries listed (3 passes, small getdents buffers) while a
 #      second process creates and deletes files in it; every stable entry exactly once; with
 #      -o max_nodes=8000, the reaper keeps udcfs's nodes (open fds) bounded meanwhile.
@@ -299,25 +302,38 @@ flood() {
 }
 t=$(date +%s.%N)
 rss0=$(rss_kb)
+s0=$(stats)
 flood -i 2 -n 40000
 s1=$(stats)
 rss1=$(rss_kb)
 flood -i 2 -n 40000 -s
 s2=$(stats)
 rss2=$(rss_kb)
+# Each flood directory is listed after its first list_after_misses (64) backing misses; its
+# complete listing answers the other names, with no backing lookup and no negative entry.
+listed=$(($(field "$s2" complete_dir_negatives) - $(field "$s0" complete_dir_negatives)))
+[ "$listed" -ge $((240000 - 4 * 2 * 64)) ] || fail "flood: only $listed of 240,000 accesses of missing names were answered by complete listings"
 nodes0=$(field "$s2" nodes)
 flood -i 1 -n 5000 -u
 sleep 0.5 # the kernel's forgets of the unlinked files arrive asynchronously
 s3=$(stats)
-for s in "$s1" "$s2" "$s3"; do
+# 5,000 entries: more than udcfs lists on misses (dir.c's LIST_MAX), so each name looked up in
+# it is a backing lookup and a negative entry, bounded per bucket.
+mkdir "$MNT/crowd"
+"$FSTOOL" populate "$MNT/crowd" 5000
+flood -i 1 -n 40000 -o "$MNT/crowd"
+s4=$(stats)
+rss4=$(rss_kb)
+for s in "$s1" "$s2" "$s3" "$s4"; do
 	neg=$(field "$s" nr_negative) buckets=$(field "$s" nr_buckets) cap=$(field "$s" negative_cap)
 	[ "$neg" -le $((cap * buckets)) ] || fail "flood: $neg negative entries > $cap per bucket x $buckets buckets"
 done
-evicted=$(($(field "$s3" negative_evictions) - $(field "$before" negative_evictions)))
-[ "$evicted" -gt 0 ] || fail "flood: 165,000 unique misses evicted no negative entry"
+evicted=$(($(field "$s4" negative_evictions) - $(field "$s3" negative_evictions)))
+[ "$evicted" -gt 0 ] || fail "flood: 40,000 unique misses in a 5,000-entry directory evicted no negative entry"
+rm -rf "$MNT/crowd"
 nodes3=$(field "$s3" nodes)
 [ "$nodes3" -le $((nodes0 + 100)) ] || fail "flood: $nodes3 nodes after mknod+unlink of 5000 files (was $nodes0): unlinked files' nodes were not freed"
-say "flood (dcache_stress -D): 165,000 unique names ($(elapsed "$t")): nr_negative $(field "$s1" nr_negative) / $(field "$s2" nr_negative) / $(field "$s3" nr_negative) <= $(field "$s3" negative_cap) x $(field "$s3" nr_buckets) buckets, $evicted evicted; nodes $nodes0 -> $nodes3; udcfs RSS $rss0 -> $rss1 -> $rss2 kB"
+say "flood (dcache_stress -D): 205,000 unique names ($(elapsed "$t")): $listed answered by complete listings; nr_negative $(field "$s1" nr_negative) / $(field "$s2" nr_negative) / $(field "$s3" nr_negative) / $(field "$s4" nr_negative) <= $(field "$s4" negative_cap) x $(field "$s4" nr_buckets) buckets, $evicted evicted by the 5,000-entry directory's misses; nodes $nodes0 -> $nodes3; udcfs RSS $rss0 -> $rss1 -> $rss2 -> $rss4 kB"
 
 # ---- 6. listing a directory being modified ----
 t=$(date +%s.%N)

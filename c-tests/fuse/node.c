@@ -222,6 +222,7 @@ static int node_get(struct udcfs *fs, const struct stat *st, int fd, fuse_ino_t 
 	atomic_store_explicit(&n->dev, dev, memory_order_relaxed);
 	atomic_store_explicit(&n->bino, bino, memory_order_relaxed);
 	atomic_store_explicit(&n->opens, 0, memory_order_relaxed);
+	atomic_store_explicit(&n->absent, 0, memory_order_relaxed);
 	atomic_store_explicit(&n->referenced, 1, memory_order_relaxed);
 	n->is_dir = S_ISDIR(st->st_mode);
 	n->fd = fd;
@@ -539,6 +540,7 @@ int fs_entry(struct udcfs *fs, fuse_ino_t ino, const struct stat *fresh,
 struct miss {
 	struct node *node; /* pinned until udcache has filed it */
 	int created;       /* node new: `st` may be cached */
+	int absent;        /* the backing directory said ENOENT */
 	struct stat st;
 };
 
@@ -561,8 +563,10 @@ int udcfs_miss(void *ctx, uint64_t parent, const char *name, size_t len, udc_ent
 	}
 	struct node *n;
 	int r = node_open(fs, parent, cname, &n, &m->st);
-	if (r == -ENOENT)
+	if (r == -ENOENT) {
+		m->absent = 1;
 		return 0;
+	}
 	if (r < 0)
 		return r;
 	m->node = n;
@@ -615,6 +619,8 @@ int fs_lookup(struct udcfs *fs, fuse_ino_t parent, const char *name, struct fuse
 		if (r == 0)
 			r = 1;
 	} else if (r == UDC_NEGATIVE) {
+		if (m.absent)
+			dir_note_absent(fs, parent);
 		r = 0;
 	} else if (r >= 0) {
 		r = -EIO; /* UDC_MISS: udc_resolve never answers it */

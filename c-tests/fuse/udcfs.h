@@ -5,15 +5,16 @@
  * low-level API: the kernel speaks in inode numbers ("nodeids") and (parent, name) pairs, which
  * is exactly what udcache caches. Every LOOKUP is answered by udc_lookup (lockless) or, on a
  * miss, by udc_resolve, whose miss callback opens the name in the backing directory; negative
- * answers are remembered (bounded per hash bucket by udcache); FORGET drives udcache's lookup
- * counts; READDIR is served from udcache's cookie-indexed readdir cache with FUSE `off` values
- * as cookies.
+ * answers are remembered (bounded per hash bucket by udcache), and a directory that keeps
+ * missing is listed, so that its complete listing answers its misses; FORGET drives udcache's
+ * lookup counts; READDIR is served from udcache's cookie-indexed readdir cache with FUSE `off`
+ * values as cookies.
  *
  * Files:
  *   udcfs.h  this header: the filesystem state and the node table's interface;
  *   node.c   nodes (one per backing inode: its O_PATH fd), lookup and forget, credentials;
  *   ops.c    the FUSE operations on nodes and names (attributes, create, unlink, rename, I/O);
- *   dir.c    the readdir backend and the FUSE directory operations;
+ *   dir.c    the readdir backend, the FUSE directory operations, listing on misses;
  *   reaper.c keeps the nodes (each an fd) under the fd limit by asking the kernel to forget;
  *   main.c   options, mount, the session loop and the statistics.
  *
@@ -45,6 +46,8 @@ struct node {
 	_Atomic uint64_t bino;
 	_Atomic uint32_t attr_ver;    /* bumped by every change that makes cached attributes stale */
 	_Atomic uint32_t opens;       /* open files and directories of it (the reaper spares it) */
+	_Atomic uint32_t absent;      /* directories: backing lookups that found nothing since it
+				       * was last listed (see dir_note_absent) */
 	_Atomic uint8_t referenced;   /* looked up since the reaper last passed (second chance) */
 	uint8_t is_dir;
 	int fd;                       /* O_PATH|O_NOFOLLOW fd of the backing inode; -1 when free */
@@ -90,6 +93,7 @@ struct udcfs {
 	double attr_timeout;           /* kernel's and udcache's attribute validity (s) */
 	double negative_timeout;       /* kernel's negative-dentry validity (s); 0: none */
 	uint64_t attr_valid_ns;
+	unsigned list_after_misses;    /* list a directory after this many backing misses; 0: never */
 	int switch_creds;              /* running as root: creating requests run as the caller */
 	gid_t *own_groups;             /* our supplementary groups, restored after a switch */
 	int own_ngroups;
@@ -158,6 +162,10 @@ void creds_leave(struct udcfs *fs, struct creds *c);
 /* ---- ops.c, dir.c ---- */
 extern const struct fuse_lowlevel_ops udcfs_ops;
 int udcfs_readdir_fill(void *ctx, uint64_t dir, uint64_t cookie, size_t max, udc_fill *fill);
+/* The largest list_after_misses (times dir.c's backoff, it must fit a node's 32-bit count). */
+#define LIST_AFTER_MISSES_MAX (1u << 20)
+/* A backing lookup in `dir` found nothing: every list_after_misses of them, read its listing. */
+void dir_note_absent(struct udcfs *fs, fuse_ino_t dir);
 void udcfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void udcfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi);
