@@ -619,9 +619,7 @@ int fs_lookup(struct udcfs *fs, fuse_ino_t parent, const char *name, struct fuse
 		if (r == 0)
 			r = 1;
 	} else if (r == UDC_NEGATIVE) {
-		if (m.absent)
-			dir_note_absent(fs, parent);
-		r = 0;
+		r = m.absent ? LOOKUP_BACKING_ABSENT : 0;
 	} else if (r >= 0) {
 		r = -EIO; /* UDC_MISS: udc_resolve never answers it */
 	}
