@@ -230,7 +230,7 @@ static void add_listed(struct reply *r, fuse_ino_t dir, const udc_dirent *d)
 		return;
 	}
 	int found = fs_lookup(r->fs, dir, d->name, &e);
-	if (found == 0 || found == LOOKUP_BACKING_ABSENT || found == -ENOENT)
+	if (found == 0 || found == -ENOENT)
 		return; /* removed since it was listed */
 	if (found < 0) {
 		add_plain(r, d->name, d->ino, mode_of_udc_type(d->type), d->cookie);

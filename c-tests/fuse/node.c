@@ -619,7 +619,9 @@ int fs_lookup(struct udcfs *fs, fuse_ino_t parent, const char *name, struct fuse
 		if (r == 0)
 			r = 1;
 	} else if (r == UDC_NEGATIVE) {
-		r = m.absent ? LOOKUP_BACKING_ABSENT : 0;
+		if (m.absent)
+			dir_note_absent(fs, parent);
+		r = 0;
 	} else if (r >= 0) {
 		r = -EIO; /* UDC_MISS: udc_resolve never answers it */
 	}

@@ -46,18 +46,15 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fuse_entry_param e;
 	int r = fs_lookup(fs, parent, name, &e);
 
-	if (r == 1) {
+	if (r > 0) {
 		reply_entry(req, fs, &e);
-	} else if (r >= 0 && fs->negative_timeout > 0) {
+	} else if (r == 0 && fs->negative_timeout > 0) {
 		memset(&e, 0, sizeof(e)); /* ino 0: a negative entry the kernel may keep */
 		e.entry_timeout = fs->negative_timeout;
 		fuse_reply_entry(req, &e);
 	} else {
-		fuse_reply_err(req, r >= 0 ? ENOENT : -r);
+		fuse_reply_err(req, r == 0 ? ENOENT : -r);
 	}
-	/* After the reply: the kernel does not wait for a listing this miss may start. */
-	if (r == LOOKUP_BACKING_ABSENT)
-		dir_note_absent(fs, parent);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)

@@ -133,10 +133,7 @@ void reaper_kick(struct nodes *t);
 void node_unpin(struct udcfs *fs, struct node *n);
 void node_forget(struct udcfs *fs, fuse_ino_t ino, uint64_t nlookup);
 int udcfs_miss(void *ctx, uint64_t parent, const char *name, size_t len, udc_entry *out);
-/* FUSE lookup: 1 and *e (counted), 0 if the name does not exist (LOOKUP_BACKING_ABSENT if the
- * backing directory was asked and said so: a caller passes that on to dir_note_absent once it
- * has replied), or -errno. */
-#define LOOKUP_BACKING_ABSENT 2
+/* FUSE lookup: 1 and *e (counted), 0 if the name does not exist, or -errno. */
 int fs_lookup(struct udcfs *fs, fuse_ino_t parent, const char *name,
 	      struct fuse_entry_param *e);
 /* Fills *e for a lookup of `ino` already counted in udcache; on failure undoes the count. */
