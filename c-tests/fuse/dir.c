@@ -30,7 +30,9 @@
  * (node.absent counts them) reads its listing through, LIST_MAX entries at most. The listing
  * stays complete until a name is created in the directory (udc_add marks it changed); misses
  * then reach the backing directory and count again. A directory too big to list within
- * LIST_MAX is tried again only after LIST_BACKOFF times as many misses.
+ * LIST_MAX is tried again only after LIST_BACKOFF times as many misses. The listing runs inside
+ * the lookup that counted the miss, before its reply: the kernel holds the parent until then, so
+ * its node (and fd) cannot be freed by a FORGET meanwhile.
  */
 #include "udcfs.h"
 
