@@ -15,13 +15,31 @@
 //!   - `WORKINGSET`: a negative re-created soon after its predecessor was evicted (see
 //!     [`crate::trim`]'s ghosts). Set at creation, cleared with `REFERENCED` when a rule spends
 //!     the entry's second chance.
+//!   - Above the flags (bits 8 to 31), the **value's sequence count**: odd while
+//!     [`Entry::write_value`] is changing the value, bumped twice per write (wrapping). Every
+//!     other change of `state` is a masked RMW of flag bits, so the count and the flags never
+//!     disturb each other; a 24-bit count wraps after 8,388,608 writes, which a reader would
+//!     have to sleep through between its two loads to be fooled (the kernel's dentry count is
+//!     32 bits for the same reason).
+//!
+//! # Reading a value consistently
+//!
+//! A value whose words a writer changes together (udcache's dentry: an inode pointer and a
+//! validity word) is read with [`Entry::read_value`] and written with
+//! [`Entry::write_value`], a sequence lock on the entry's own count. Writers of one entry are
+//! serialised by the caller (udcache: its name lock); readers take no lock and retry.
+//! Orderings: the writer's odd add, a Release fence, the value's stores, then the even add
+//! with Release; the reader's Acquire load of the count, the value's loads, an Acquire fence,
+//! then the count again. A reader that saw any store of a write sees (through the fence pair)
+//! at least that write's odd count on its second load, so it retries; a reader that saw the
+//! even count of a write (Acquire, paired with its Release) sees all of that write's stores.
 //!
 //! An entry is *settled* — a possible victim — when it is unused, hashed and on the LRU.
 
 use std::fmt;
 
 use crate::name::NameBuf;
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{AtomicU32, Ordering, fence, spin};
 use udcache_rculist::{Adapter, HLink, Link};
 
 pub(crate) const NEGATIVE: u32 = 1;
@@ -34,6 +52,10 @@ pub(crate) const UNHASHED: u32 = 8;
 pub(crate) const WORKINGSET: u32 = 16;
 /// `refs` value of an entry claimed by an evictor.
 pub(crate) const DEAD: u32 = u32::MAX;
+/// One step of the value's sequence count, which lives above the flag bits of `state`.
+const SEQ_ONE: u32 = 1 << 8;
+/// The bits of `state` that hold the count.
+const SEQ_MASK: u32 = !(SEQ_ONE - 1);
 
 /// One cached name: positive (it exists, `value` says what it is) or negative (it does not).
 ///
@@ -82,6 +104,62 @@ impl<V> Entry<V> {
     /// The caller's value.
     pub fn value(&self) -> &V {
         &self.value
+    }
+
+    /// The value as one snapshot of what [`write_value`](Self::write_value) writes: `read`
+    /// runs again until no write overlapped it (a sequence count in the entry's state word,
+    /// bumped to odd before a write and to even after it). It may
+    /// run more than once and while a write is half done, so it should only load: `V`'s
+    /// changing parts are atomics, and what `read` returns from a torn pass is dropped.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    /// use udcache_neghash::{Config, NegHash, epoch};
+    /// // Two words a writer keeps equal.
+    /// let table = NegHash::new(Config::for_entries(16));
+    /// drop(table.insert(1, b"pair", false, (AtomicU64::new(0), AtomicU64::new(0))));
+    /// let entry = table.get(1, b"pair").unwrap();
+    /// entry.write_value(|(a, b)| {
+    ///     a.store(7, Relaxed);
+    ///     b.store(7, Relaxed);
+    /// });
+    /// let guard = epoch::pin();
+    /// let seen = table.lookup(&guard, 1, b"pair").unwrap();
+    /// assert_eq!(seen.read_value(|(a, b)| (a.load(Relaxed), b.load(Relaxed))), (7, 7));
+    /// ```
+    pub fn read_value<R>(&self, read: impl Fn(&V) -> R) -> R {
+        loop {
+            // Acquire: pairs with the Release of `write_value`'s closing add, so a pass that
+            // starts after a write ended sees all of it.
+            let before = self.state.load(Ordering::Acquire) & SEQ_MASK;
+            if before & SEQ_ONE == 0 {
+                let seen = read(&self.value);
+                // Acquire fence: keeps `read`'s loads before the check; pairs with the Release
+                // fence after `write_value`'s opening add (a pass that saw any store of a write
+                // sees that write's odd count, or a later one, below).
+                fence(Ordering::Acquire);
+                if self.state.load(Ordering::Relaxed) & SEQ_MASK == before {
+                    return seen;
+                }
+            }
+            spin();
+        }
+    }
+
+    /// Changes the value so that [`read_value`](Self::read_value) never returns it half
+    /// changed. The caller serialises the writers of one entry (a lock of its own): two writes
+    /// at once would let a reader pass between them. Plain reads of the value (without
+    /// `read_value`) see each store as it lands.
+    pub fn write_value<R>(&self, write: impl FnOnce(&V) -> R) -> R {
+        // Relaxed: the fence below orders the odd count before the value's stores.
+        let was = self.state.fetch_add(SEQ_ONE, Ordering::Relaxed);
+        debug_assert_eq!(was & SEQ_ONE, 0, "write_value: two writers of one entry at once");
+        // Release fence: pairs with the Acquire fence of `read_value`.
+        fence(Ordering::Release);
+        let done = write(&self.value);
+        // Release: pairs with the Acquire load that opens a `read_value` pass.
+        self.state.fetch_add(SEQ_ONE, Ordering::Release);
+        done
     }
 
     /// Whether this is a negative entry (a remembered miss). A reader may see it change when a

@@ -40,3 +40,36 @@ fn lookup_vs_insert_and_trim_on_one_bucket() {
         assert_eq!((s.entries, s.negative, s.evicted_rule2), (2, 1, 1));
     });
 }
+
+/// A value read with `read_value` while a writer changes both of its words in `write_value`:
+/// the reader sees both old or both new, never one of each. (Fails if the writer's fence or the
+/// reader's re-check is removed.)
+#[test]
+fn read_value_is_never_torn() {
+    use loom::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.max_branches = 4_000;
+    b.check(|| {
+        let table = std::sync::Arc::new(NegHash::new(Config::with_buckets(1)));
+        drop(table.insert(0, b"pair", false, (AtomicU64::new(0), AtomicU64::new(0))).unwrap());
+        let reader = {
+            let table = table.clone();
+            loom::thread::spawn(move || {
+                let guard = epoch::pin();
+                let e = table.lookup(&guard, 0, b"pair").expect("present");
+                let (a, b) = e.read_value(|(a, b)| (a.load(Relaxed), b.load(Relaxed)));
+                assert_eq!(a, b, "a torn read");
+            })
+        };
+        let e = table.get(0, b"pair").expect("present");
+        for v in 1..=2 {
+            e.write_value(|(a, b)| {
+                a.store(v, Relaxed);
+                b.store(v, Relaxed);
+            });
+        }
+        drop(e);
+        reader.join().unwrap();
+    });
+}

@@ -103,3 +103,79 @@ fn churn_keeps_bounds_and_lookups_stay_correct() {
     assert!(stats.evicted_rule1 + stats.evicted_rule2 > 0, "the flood never triggered a rule");
     drop(stable);
 }
+
+/// Writers keep the three words of each value equal under `write_value` (one writer per
+/// entry, as the contract asks), while the table churns around them (misses flood the same
+/// buckets, so `state` also takes the trimming rules' flag changes) and readers check every
+/// `read_value` snapshot. Invariant: no reader ever sees two different words in one snapshot,
+/// and the counts each reader sees never go backwards.
+#[test]
+fn read_value_snapshots_are_whole_under_writers_and_churn() {
+    type Triple = [AtomicU64; 3];
+    let table: NegHash<Triple> = NegHash::new(Config::with_buckets(8).with_negative_cap(Some(3)));
+    let keys: Vec<Vec<u8>> = (0..8u64).map(name).collect();
+    // Held for the whole test, so that the trimming never evicts them.
+    let held: Vec<_> = keys
+        .iter()
+        .map(|k| table.insert(0, k, false, std::array::from_fn(|_| AtomicU64::new(0))).unwrap())
+        .collect();
+    let stop = AtomicBool::new(false);
+    let (snapshots, writes) = (AtomicU64::new(0), AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    std::thread::scope(|s| {
+        // Two writers, each owning half of the entries.
+        for w in 0..2usize {
+            let (table, keys, stop, writes) = (&table, &keys, &stop, &writes);
+            s.spawn(move || {
+                let mine: Vec<_> =
+                    keys.iter().skip(w).step_by(2).map(|k| table.get(0, k).unwrap()).collect();
+                let mut v = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    v += 1;
+                    for e in &mine {
+                        e.write_value(|t| t.iter().for_each(|x| x.store(v, Ordering::Relaxed)));
+                    }
+                }
+                writes.fetch_add(v, Ordering::Relaxed);
+            });
+        }
+        // A flood of negatives into the same buckets: trimming flips flag bits of `state`.
+        {
+            let (table, stop) = (&table, &stop);
+            s.spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    let blank = std::array::from_fn(|_| AtomicU64::new(0));
+                    drop(table.insert(1, &name(i), true, blank));
+                }
+            });
+        }
+        for _ in 0..2 {
+            let (table, keys, stop, snapshots) = (&table, &keys, &stop, &snapshots);
+            s.spawn(move || {
+                let mut last = vec![0u64; keys.len()];
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let guard = epoch::pin();
+                    for (k, last) in keys.iter().zip(&mut last) {
+                        let e = table.lookup(&guard, 0, k).expect("held entries stay");
+                        let t = e.read_value(|t| t.each_ref().map(|x| x.load(Ordering::Relaxed)));
+                        assert!(t[0] == t[1] && t[1] == t[2], "torn snapshot {t:?}");
+                        assert!(t[0] >= *last, "went backwards: {} after {last}", t[0]);
+                        *last = t[0];
+                        n += 1;
+                    }
+                }
+                snapshots.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    drop(held);
+    let (n, w) = (snapshots.load(Ordering::Relaxed), writes.load(Ordering::Relaxed));
+    assert!(n > 1000 && w > 100, "too little happened: {n} snapshots, {w} writes");
+}
