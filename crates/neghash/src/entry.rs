@@ -127,7 +127,7 @@ impl<V> Entry<V> {
     /// let seen = table.lookup(&guard, 1, b"pair").unwrap();
     /// assert_eq!(seen.read_value(|(a, b)| (a.load(Relaxed), b.load(Relaxed))), (7, 7));
     /// ```
-    pub fn read_value<R>(&self, read: impl Fn(&V) -> R) -> R {
+    pub fn read_value<'a, R>(&'a self, read: impl Fn(&'a V) -> R) -> R {
         loop {
             // Acquire: pairs with the Release of `write_value`'s closing add, so a pass that
             // starts after a write ended sees all of it.

@@ -47,7 +47,7 @@ use udcache_neghash::{Held, KeyHash, NegHash, epoch, epoch::Guard};
 
 use crate::attr::Attr;
 use crate::clock::{Clock, CoarseClock, Ticks};
-use crate::dentry::{Dentry, Exclusive, InodeLock, NameLock, Slot};
+use crate::dentry::{Dentry, DentryWrites, Exclusive, InodeLock, NameLock, Slot};
 use crate::error::Error;
 use crate::fetch::Inflight;
 use crate::inode::{FileType, Inode, InodeSpec};
@@ -300,8 +300,7 @@ impl Dcache {
     ) -> Result<Lookup<'g>, Stale<'g>> {
         let Some(entry) = self.names.lookup(guard, parent, name) else { return Ok(Lookup::Miss) };
         // The inode first: its Acquire load makes a new inode's validity word visible.
-        let inode = entry.value().load(guard);
-        let word = entry.value().validity();
+        let (inode, word) = entry.snapshot(guard);
         match word.check(inode.is_none(), dir_gen, now) {
             Ok(()) => Ok(inode.map_or(Lookup::Negative, Lookup::Hit)),
             Err(reason) => Err(Stale { entry, inode, word, reason }),
@@ -485,7 +484,7 @@ impl Dcache {
         if !replace && found.value().load(guard).is_some() {
             return Err(Error::Exists);
         }
-        let old = found.value().put(inode.clone(), valid, names);
+        let old = found.put_inode(inode.clone(), valid, names);
         if old.is_none() {
             let flipped = found.make_positive();
             debug_assert!(flipped, "an empty slot on a positive entry");
@@ -523,7 +522,7 @@ impl Dcache {
         match self.names.insert(parent, name, true, Dentry::negative(valid)) {
             Ok(_) => Ok(()),
             Err(found) if found.is_negative() => {
-                found.value().set_validity(valid, &names);
+                found.set_validity(valid, &names);
                 Ok(())
             }
             Err(_) => Err(Error::Exists),
@@ -579,7 +578,7 @@ impl Dcache {
             UnlinkPolicy::Negative => self.validity(dentry.parent(), true, None),
             UnlinkPolicy::Drop => Validity::new(0, 0),
         };
-        let inode = dentry.value().take(valid, names).expect("detach of a negative dentry");
+        let inode = dentry.take_inode(valid, names).expect("detach of a negative dentry");
         let changed = match policy {
             UnlinkPolicy::Negative => {
                 // A negative child: the directory must sweep it when it leaves (see `tree`).

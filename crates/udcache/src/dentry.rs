@@ -7,8 +7,16 @@
 //!   `InodeRef::into_raw` that owns one count of the inode — and the dentry's validity word
 //!   (expiry and parent generation: see `valid.rs`), 8 bytes, written under the same lock as
 //!   the slot. (The inode table's entries are bare slots.)
+//! - **Sequence count.** Each dentry has one: neghash's per-entry count (in the entry's state
+//!   word, no extra byte). A writer changes the slot and the validity word together inside one
+//!   write of it ([`DentryWrites`]); a lockless reader that needs both (a walk step, a
+//!   revalidation) takes them with [`DentryWrites::snapshot`], which retries while a write
+//!   overlaps. So a reader never pairs one inode with another's validity word. A rename is
+//!   not a dentry write: it moves a name to a new entry, and walkers validate it with the
+//!   global rename sequence (see `rename.rs`).
 //! - Writers change a slot only while holding the name's stripe lock ([`NameLock`]), so two
-//!   writers never race on one slot. Readers decide positive/negative by the slot alone; the
+//!   writers never race on one slot (and the sequence count's writers are serialised, as it
+//!   requires). Readers decide positive/negative by the slot alone; the
 //!   neghash `NEGATIVE` bit (its bookkeeping: counts and bounds) is flipped under the same
 //!   lock, so the bit and the slot agree whenever the lock is free.
 //! - Readers load the slot with `Acquire` (pairs with the `Release` of `put`: the inode's
@@ -20,7 +28,8 @@
 //!   entries a grace period after their removal) drops it then.
 //! - What a reader may observe: the old inode or the new one (a replacement swaps them in one
 //!   step), never freed memory; a slot emptied while the entry is not yet marked negative
-//!   (it reads as negative).
+//!   (it reads as negative); through a snapshot, an inode with the validity word written with
+//!   it.
 
 use std::ops::Deref;
 
@@ -122,11 +131,14 @@ impl Slot {
     }
 }
 
-/// A dentry: its inode slot and its validity word.
+/// A dentry's value: its inode slot and its validity word.
 pub(crate) struct Dentry {
     slot: Slot,
     valid: AtomicU64,
 }
+
+/// A dentry: a name-table entry whose value is a [`Dentry`].
+pub(crate) type DentryEntry = udcache_neghash::Entry<Dentry>;
 
 impl Deref for Dentry {
     type Target = Slot;
@@ -144,36 +156,58 @@ impl Dentry {
         Dentry { slot: Slot::positive(inode), valid: AtomicU64::new(valid.0) }
     }
 
-    /// The validity word. Relaxed: the word is a value by itself and publishes nothing; a
-    /// reader that needs it to match a new inode gets that from the slot's Acquire load
-    /// (see the rules of `valid.rs`).
+    /// The validity word alone. Relaxed: the word is a value by itself and publishes nothing;
+    /// a reader that needs it to match the inode takes both with [`DentryWrites::snapshot`].
     #[inline]
     pub(crate) fn validity(&self) -> Validity {
         Validity(self.valid.load(Ordering::Relaxed))
     }
 
-    /// Replaces the validity word (the name's stripe lock held).
-    pub(crate) fn set_validity(&self, valid: Validity, _lock: &NameLock<'_>) {
-        // Relaxed: the name lock orders writers; a following slot store (Release) publishes
-        // it with the inode.
+    fn store_validity(&self, valid: Validity) {
+        // Relaxed: inside a write of the entry's sequence count, which orders it for readers
+        // of snapshots; writers are ordered by the name lock.
         self.valid.store(valid.0, Ordering::Relaxed);
     }
+}
 
-    /// [`Slot::put`] with the new inode's validity, stored first (see `valid.rs`).
-    pub(crate) fn put(
-        &self,
-        inode: InodeRef,
-        valid: Validity,
-        lock: &NameLock<'_>,
-    ) -> Option<InodeRef> {
-        self.set_validity(valid, lock);
-        self.slot.put(inode, lock)
+/// How a dentry's inode and validity word are read together and changed together: each
+/// change is one write of the entry's sequence count (neghash's
+/// [`write_value`](udcache_neghash::Entry::write_value)), made under the name's stripe lock
+/// (which serialises the writers of a dentry, as that count requires).
+pub(crate) trait DentryWrites {
+    /// The inode and the validity word as they were at one instant, without locks.
+    fn snapshot<'g>(&'g self, guard: &'g Guard) -> (Option<&'g Inode>, Validity);
+    /// Points the dentry at `inode`, valid as `valid`; returns the inode it named before
+    /// (see [`Slot::put`]).
+    fn put_inode(&self, inode: InodeRef, valid: Validity, lock: &NameLock<'_>) -> Option<InodeRef>;
+    /// Makes the dentry negative, valid as `valid`; returns the inode it named.
+    fn take_inode(&self, valid: Validity, lock: &NameLock<'_>) -> Option<InodeRef>;
+    /// Replaces the validity word.
+    fn set_validity(&self, valid: Validity, lock: &NameLock<'_>);
+}
+
+impl DentryWrites for DentryEntry {
+    #[inline]
+    fn snapshot<'g>(&'g self, guard: &'g Guard) -> (Option<&'g Inode>, Validity) {
+        self.read_value(|d| (d.slot.load(guard), d.validity()))
     }
 
-    /// [`Slot::take`], leaving a negative dentry valid as `valid` says.
-    pub(crate) fn take(&self, valid: Validity, lock: &NameLock<'_>) -> Option<InodeRef> {
-        self.set_validity(valid, lock);
-        self.slot.take(lock)
+    fn put_inode(&self, inode: InodeRef, valid: Validity, lock: &NameLock<'_>) -> Option<InodeRef> {
+        self.write_value(|d| {
+            d.store_validity(valid);
+            d.slot.put(inode, lock)
+        })
+    }
+
+    fn take_inode(&self, valid: Validity, lock: &NameLock<'_>) -> Option<InodeRef> {
+        self.write_value(|d| {
+            d.store_validity(valid);
+            d.slot.take(lock)
+        })
+    }
+
+    fn set_validity(&self, valid: Validity, _lock: &NameLock<'_>) {
+        self.write_value(|d| d.store_validity(valid));
     }
 }
 

@@ -23,7 +23,9 @@
 //!   negative dentries (remembered misses) are bounded per bucket by that crate's rules.
 //!   A positive dentry's value is a pointer to its [`Inode`], swapped atomically by writers and
 //!   released through the epoch (see `dentry.rs`), so a reader under a guard never sees freed
-//!   memory.
+//!   memory. Each dentry has a sequence count (neghash's per-entry count, in its state word:
+//!   no extra byte) under which writers change its inode and validity word together, so a
+//!   lockless reader takes both as one snapshot.
 //! - **Inodes** live in a `udcache-gp` pool (recycled only after a grace period) and carry
 //!   the number, type and a word of the filesystem's own, a FUSE lookup count
 //!   ([`Dcache::forget`]), `..` for directories, and cached attributes that readers copy as one
@@ -132,9 +134,10 @@
 //!
 //! Not done: dentries are not pooled — a dentry is a `udcache-neghash` entry, freed a grace
 //! period after its removal (crossbeam epoch) rather than recycled, which gives readers the
-//! same guarantee without reuse; dentries have no sequence count of their own (walks are
-//! validated by the global rename sequence, which is coarser: any rename sends overlapping
-//! walks to the fallback).
+//! same guarantee without reuse. A dentry's sequence count covers its inode and validity word,
+//! not its place in the tree: a rename makes a new dentry, and walks are validated by the
+//! global rename sequence, which is coarser than the kernel's per-dentry check (any rename
+//! sends overlapping walks to the fallback).
 
 pub mod access;
 pub mod attr;

@@ -26,7 +26,7 @@
 
 use udcache_neghash::epoch::Guard;
 
-use crate::dentry::NameLock;
+use crate::dentry::{DentryWrites, NameLock};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering, fence, lock};
 
 /// The rename lock and sequence count.
@@ -223,8 +223,8 @@ impl crate::Dcache {
         let ib = db.value().load_arc(names).expect("positive, checked");
         self.name_unlinked(a, &ia, names);
         self.name_unlinked(b, &ib, names);
-        drop(da.value().put(ib.clone(), self.validity(a.0, false, None), names));
-        drop(db.value().put(ia.clone(), self.validity(b.0, false, None), names));
+        drop(da.put_inode(ib.clone(), self.validity(a.0, false, None), names));
+        drop(db.put_inode(ia.clone(), self.validity(b.0, false, None), names));
         self.name_linked(a, &ib, names);
         self.name_linked(b, &ia, names);
         for (inode, parent) in [(&ia, b.0), (&ib, a.0)] {

@@ -37,7 +37,7 @@ use udcache_neghash::epoch::{self, Guard};
 use crate::access::{Cred, Mask};
 use crate::cache::{Dcache, Lookup, Stale};
 use crate::clock::{NEVER, Ticks};
-use crate::dentry::NameLock;
+use crate::dentry::{DentryWrites, NameLock};
 use crate::error::Error;
 use crate::fetch::{Filesystem, Resolved};
 use crate::inode::{Inode, InodeSpec};
@@ -442,7 +442,7 @@ impl Dcache {
         let names = self.lock_names((parent, name), None);
         let found = self.dentry(parent, name).ok_or(Error::NotFound)?;
         let generation = found.value().validity().generation();
-        found.value().set_validity(Validity::new(self.ticks.expiry(ttl), generation), &names);
+        found.set_validity(Validity::new(self.ticks.expiry(ttl), generation), &names);
         Ok(())
     }
 
@@ -461,7 +461,7 @@ impl Dcache {
             return; // changed meanwhile: the changer's word stands
         }
         let ttl = ttl.unwrap_or(self.timeouts.of(inode.is_null()));
-        slot.set_validity(self.word(entry.parent(), ttl, Some(generation)), names);
+        entry.set_validity(self.word(entry.parent(), ttl, Some(generation)), names);
     }
 
     /// The blocking revalidation of `(parent, name)` whose parent was at generation `generation`
@@ -476,8 +476,7 @@ impl Dcache {
         let Some(held) = self.dentry(parent, name) else { return Settled::Absent };
         let (was, cached) = {
             let guard = epoch::pin();
-            let inode = held.value().load(&guard);
-            let word = held.value().validity();
+            let (inode, word) = held.snapshot(&guard);
             let answer = inode.map_or(Resolved::Negative, |i| Resolved::Found(i.spec()));
             let Err(reason) = word.check(inode.is_none(), || generation, || self.ticks.now())
             else {

@@ -26,11 +26,10 @@
 //!   for the directory, then, for a name that went away or now leads elsewhere,
 //!   [`Dcache::invalidate`](crate::Dcache::invalidate) of it. The bump comes first so that a
 //!   lookup answered before the change and filed after the invalidation arrives expired.
-//! - What a reader may observe: the word and the pointer are two atomics, so a reader racing a
-//!   writer may pair the old pointer with the new word or the reverse. Both states are true at
-//!   some instant of the write (the writer is the cache itself, acting on a change it was told
-//!   of), and a writer stores the word before the pointer, whose `Release` store makes a reader
-//!   that sees a new inode see its new word.
+//! - What a reader may observe: the word and the pointer are two atomics, changed together in
+//!   one write of the dentry's sequence count (see `dentry.rs`). A lockless lookup or walk step
+//!   reads them as one snapshot, so it never pairs an inode with the word of another fill; a
+//!   reader of one of them alone sees each as it lands.
 //! - Limits, by design: a generation is 32 bits, so a negative dentry that neither expires nor
 //!   is looked up while its directory changes exactly a multiple of 2^32 times would be trusted
 //!   again; the clock saturates after 2.28 years (see [`crate::clock`]).
