@@ -1,10 +1,13 @@
 //! Fuzz `udcache-neghash`: lookup / insert positive / insert negative / hold / release / flip /
-//! remove / shrink sequences against a `HashMap` model. After every step the table's own
-//! invariants hold (`verify`: at most three unreferenced negatives in a row, at most `cap`
-//! unused negatives per bucket, counters agree), and no positive or held entry was evicted.
+//! remove / shrink / value write sequences against a `HashMap` model. After every step the
+//! table's own invariants hold (`verify`: at most three unreferenced negatives in a row, at most
+//! `cap` unused negatives per bucket, counters agree), no positive or held entry was evicted,
+//! and a lookup sees the kind and the value (`read_value`) the model has: the value's sequence
+//! count shares the entry's state word with the flags, and neither may disturb the other.
 #![no_main]
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
@@ -19,6 +22,7 @@ enum Op {
     Flip { handle: u8, negative: bool },
     Remove(u8),
     Shrink(u8),
+    Write { handle: u8, value: u64 },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -41,29 +45,30 @@ fuzz_target!(|input: Input| {
         .with_rule1(input.rule1)
         .with_admission(input.admission)
         .with_key_hash(if input.folded { KeyHash::FoldedMultiply } else { KeyHash::SipHash13 });
-    let table: NegHash<()> = NegHash::new(config);
-    // key -> negative, for entries that may be in the table; handles with their key.
-    let mut model: HashMap<(u64, Vec<u8>), bool> = HashMap::new();
-    let mut handles: Vec<((u64, Vec<u8>), Held<'_, ()>)> = Vec::new();
+    let table: NegHash<AtomicU64> = NegHash::new(config);
+    // key -> (negative, value), for entries that may be in the table; handles with their key.
+    let mut model: HashMap<(u64, Vec<u8>), (bool, u64)> = HashMap::new();
+    let mut handles: Vec<((u64, Vec<u8>), Held<'_, AtomicU64>)> = Vec::new();
     for op in input.ops.into_iter().take(300) {
         match op {
             Op::Lookup(n) => {
                 let k = key(n);
                 let guard = epoch::pin();
                 if let Some(e) = table.lookup(&guard, k.0, &k.1) {
-                    assert_eq!(model.get(&k), Some(&e.is_negative()), "phantom or wrong kind");
+                    let seen = (e.is_negative(), e.read_value(|v| v.load(Relaxed)));
+                    assert_eq!(model.get(&k), Some(&seen), "phantom, wrong kind or wrong value");
                 }
             }
             Op::Insert { name, negative, keep } => {
                 let k = key(name);
-                match table.insert(k.0, &k.1, negative, ()) {
+                match table.insert(k.0, &k.1, negative, AtomicU64::new(u64::from(name))) {
                     Ok(h) => {
-                        model.insert(k.clone(), negative);
+                        model.insert(k.clone(), (negative, u64::from(name)));
                         if keep && handles.len() < 8 {
                             handles.push((k, h));
                         }
                     }
-                    Err(h) => assert_eq!(model.get(&k), Some(&h.is_negative())),
+                    Err(h) => assert_eq!(model.get(&k).map(|m| m.0), Some(h.is_negative())),
                 }
             }
             Op::Get(n) => {
@@ -81,8 +86,8 @@ fuzz_target!(|input: Input| {
             Op::Flip { handle, negative } if !handles.is_empty() => {
                 let (k, h) = &handles[usize::from(handle) % handles.len()];
                 let changed = if negative { h.make_negative() } else { h.make_positive() };
-                if changed {
-                    model.insert(k.clone(), negative);
+                if let Some(m) = model.get_mut(k).filter(|_| changed) {
+                    m.0 = negative;
                 }
             }
             Op::Remove(i) if !handles.is_empty() => {
@@ -93,6 +98,13 @@ fuzz_target!(|input: Input| {
             }
             Op::Shrink(n) => {
                 table.shrink(usize::from(n % 8));
+            }
+            Op::Write { handle, value } if !handles.is_empty() => {
+                let (k, h) = &handles[usize::from(handle) % handles.len()];
+                h.write_value(|v| v.store(value, Relaxed));
+                if h.is_hashed() {
+                    model.get_mut(k).expect("a hashed held entry is modelled").1 = value;
+                }
             }
             _ => {}
         }
