@@ -4,14 +4,18 @@
 
 use udcache_neghash::{Config, NegHash, epoch};
 
-#[test]
-fn lookup_vs_insert_and_trim_on_one_bucket() {
+/// Both models: preemption bound 2. Inserts, a trim, crossbeam's pins and the snapshot reader's
+/// retries exceed loom's default of 1,000 branches per execution.
+fn model() -> loom::model::Builder {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(2);
-    // Two inserts, a trim and crossbeam's pins exceed loom's default of 1,000 branches per
-    // execution (none of them spins: the reader takes no lock).
     b.max_branches = 4_000;
-    b.check(|| {
+    b
+}
+
+#[test]
+fn lookup_vs_insert_and_trim_on_one_bucket() {
+    model().check(|| {
         // One bucket, a cap of one negative: the second negative's release evicts the first.
         let table = std::sync::Arc::new(NegHash::<u32>::new(
             Config::with_buckets(1).with_negative_cap(Some(1)).with_rule1(false),
@@ -47,10 +51,7 @@ fn lookup_vs_insert_and_trim_on_one_bucket() {
 #[test]
 fn read_value_is_never_torn() {
     use loom::sync::atomic::{AtomicU64, Ordering::Relaxed};
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(2);
-    b.max_branches = 4_000;
-    b.check(|| {
+    model().check(|| {
         let table = std::sync::Arc::new(NegHash::new(Config::with_buckets(1)));
         drop(table.insert(0, b"pair", false, (AtomicU64::new(0), AtomicU64::new(0))).unwrap());
         let reader = {

@@ -242,6 +242,19 @@ fn libc_dt_reg() -> u8 {
     8
 }
 
+/// The root's whole listing through the cache, `batch` entries per call: the names in order.
+fn list_all(cache: &Dcache, fs: &Arc<dyn Filesystem>, batch: usize) -> Vec<Arc<[u8]>> {
+    let (mut cookie, mut seen) = (0, Vec::new());
+    loop {
+        let b = cache.readdir(fs, ROOT_INO, cookie, batch).unwrap();
+        seen.extend(b.entries.iter().map(|e| e.name.clone()));
+        cookie = b.entries.last().map_or(cookie, |e| e.cookie);
+        if b.eof {
+            return seen;
+        }
+    }
+}
+
 #[test]
 fn readdir_is_cached_and_a_complete_listing_answers_misses() {
     let fs = Arc::new(Listed {
@@ -252,15 +265,7 @@ fn readdir_is_cached_and_a_complete_listing_answers_misses() {
     });
     let dynfs: Arc<dyn Filesystem> = fs.clone();
     let cache = Dcache::new(Config::for_entries(1024).with_readdir(64, 16));
-    let (mut cookie, mut seen) = (0, Vec::new());
-    loop {
-        let b = cache.readdir(&dynfs, ROOT_INO, cookie, 7).unwrap();
-        seen.extend(b.entries.iter().map(|e| e.name.clone()));
-        cookie = b.entries.last().map_or(cookie, |e| e.cookie);
-        if b.eof {
-            break;
-        }
-    }
+    let seen = list_all(&cache, &dynfs, 7);
     assert_eq!(seen.len(), 50);
     let calls = fs.readdirs.load(Ordering::Relaxed);
     assert_eq!(cache.readdir(&dynfs, ROOT_INO, 0, 50).unwrap().entries.len(), 50);
@@ -330,15 +335,7 @@ fn a_created_name_is_listed_after_a_partial_listing() {
     // serve the pages read before the create.
     fs.entries.lock().unwrap().push((15, "new".into()));
     cache.add(ROOT_INO, b"new", file(1015)).unwrap();
-    let (mut cookie, mut seen) = (0, Vec::new());
-    loop {
-        let b = cache.readdir(&dynfs, ROOT_INO, cookie, 3).unwrap();
-        seen.extend(b.entries.iter().map(|e| e.name.clone()));
-        cookie = b.entries.last().map_or(cookie, |e| e.cookie);
-        if b.eof {
-            break;
-        }
-    }
+    let seen = list_all(&cache, &dynfs, 3);
     assert_eq!(seen.len(), 11, "{seen:?}");
     assert!(seen.iter().any(|n| &n[..] == b"new"), "{seen:?}");
 }
