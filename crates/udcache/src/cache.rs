@@ -47,7 +47,7 @@ use udcache_neghash::{Held, KeyHash, NegHash, epoch, epoch::Guard};
 
 use crate::attr::Attr;
 use crate::clock::{Clock, CoarseClock, Ticks};
-use crate::dentry::{Dentry, DentryWrites, Exclusive, InodeLock, NameLock, Slot};
+use crate::dentry::{Dentry, DentryEntry, DentryWrites, Exclusive, InodeLock, NameLock, Slot};
 use crate::error::Error;
 use crate::fetch::Inflight;
 use crate::inode::{FileType, Inode, InodeSpec};
@@ -183,7 +183,7 @@ pub enum Lookup<'g> {
 
 /// A dentry a lockless reader found but may not trust: what revalidating it needs.
 pub(crate) struct Stale<'g> {
-    pub(crate) entry: &'g udcache_neghash::Entry<Dentry>,
+    pub(crate) entry: &'g DentryEntry,
     pub(crate) inode: Option<&'g Inode>,
     pub(crate) word: Validity,
     pub(crate) reason: Reason,
@@ -299,7 +299,7 @@ impl Dcache {
         now: impl FnOnce() -> u32,
     ) -> Result<Lookup<'g>, Stale<'g>> {
         let Some(entry) = self.names.lookup(guard, parent, name) else { return Ok(Lookup::Miss) };
-        // The inode first: its Acquire load makes a new inode's validity word visible.
+        // Both at one instant: the dentry's sequence count (see `dentry.rs`).
         let (inode, word) = entry.snapshot(guard);
         match word.check(inode.is_none(), dir_gen, now) {
             Ok(()) => Ok(inode.map_or(Lookup::Negative, Lookup::Hit)),

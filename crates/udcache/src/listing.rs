@@ -159,12 +159,15 @@ impl Dcache {
     /// or, for an incomplete listing, if the caller `asserted` the name (an `add`, not a
     /// lookup's answer).
     pub(crate) fn note_added(&self, dir: u64, name: &[u8], asserted: bool) {
-        use udcache_readdir::Lookup::{Absent, Unknown};
+        use udcache_readdir::Lookup::{Absent, Present, Unknown};
         if let Some(l) = self.dir_state(&epoch::pin(), dir).and_then(|d| d.listing.get()) {
-            match l.lookup(name) {
-                Absent => l.invalidate(),
-                Unknown if asserted => l.invalidate(),
-                _ => {}
+            let created = match l.lookup(name) {
+                Absent => true,
+                Unknown => asserted,
+                Present(_) => false,
+            };
+            if created {
+                l.invalidate();
             }
         }
     }

@@ -37,7 +37,7 @@ use udcache_neghash::epoch::{self, Guard};
 use crate::access::{Cred, Mask};
 use crate::cache::{Dcache, Lookup, Stale};
 use crate::clock::{NEVER, Ticks};
-use crate::dentry::{DentryWrites, NameLock};
+use crate::dentry::{DentryEntry, DentryWrites, NameLock};
 use crate::error::Error;
 use crate::fetch::{Filesystem, Resolved};
 use crate::inode::{Inode, InodeSpec};
@@ -451,7 +451,7 @@ impl Dcache {
     fn refresh(
         &self,
         names: &NameLock<'_>,
-        entry: &udcache_neghash::Entry<crate::dentry::Dentry>,
+        entry: &DentryEntry,
         (inode, word): Seen,
         ttl: Option<Duration>,
         generation: u32,
