@@ -304,7 +304,7 @@ fn make(variant: Variant, threads: usize, compiles: usize) -> (f64, Tally, Setup
 
 /// Ns per component of one pass over a compile's walks on `setup`'s warm cache (nothing
 /// expires: the clock does not move). Each path is one lockless walk, except for a negative
-/// the bounding rules evicted since the warm-up (a few buckets of the 2,048 get four or more of
+/// the bounding rules evicted since the warm-up (now and then a bucket of the 4,096 gets four of
 /// the 1,000 negatives): that one is looked up again, as a compile would.
 fn walk_pass(setup: &Setup, cred: Option<&Cred>, passes: u32) -> f64 {
     let start = Instant::now();

@@ -4,10 +4,10 @@
 //! (SipHash-1-3, what `NegHash` uses); each lookup pins (NegHash, papaya) or locks (the others)
 //! on its own, as a single name lookup would. Variants: `neghash`, `papaya`, `dashmap`,
 //! `rwlock` (`RwLock<HashMap>`), `mutex` (`Mutex<HashMap>`), each at 1 and 2 threads,
-//! interleaved round by round. 100,000 keys (`--quick`: 20,000), random order. `NegHash` gets
-//! one bucket per key (`Config::with_buckets`, not `for_entries`'s two keys per bucket): the
-//! load the open-addressing maps run at (papaya and hashbrown keep at most 7/8 of their slots
-//! full), so every map spends about the same memory on its table.
+//! interleaved round by round. 100,000 keys (`--quick`: 20,000), random order. `NegHash` is
+//! sized by `Config::for_entries`, at most one key per bucket: the load the open-addressing
+//! maps run at (papaya and hashbrown keep at most 7/8 of their slots full), so every map
+//! spends about the same memory on its table.
 //!
 //! Summary fields: `ratio_vs_papaya_1t`, `ratio_vs_papaya_2t` (NegHash lookups/s over papaya's),
 //! `scaling_2t` (NegHash 2-thread over 1-thread), plus `mops_<variant>_<threads>t`.
@@ -32,7 +32,7 @@ fn build(variant: &str, keys: &[Key]) -> Map {
     let pairs = keys.iter().enumerate().map(|(i, k)| (k.clone(), i as u64));
     match variant {
         "neghash" => {
-            let t = NegHash::new(Config::with_buckets(keys.len()));
+            let t = NegHash::new(Config::for_entries(keys.len()));
             for (k, v) in pairs {
                 drop(t.insert(k.0, &k.1, false, v).ok());
             }
