@@ -15,6 +15,12 @@
 //!   ([`Revalidate::NeedsBlock`]). Only those two, an access miss, or no filesystem to ask
 //!   (plain `walk`) end the lockless walk: it returns [`Checked::Blocked`] (plain `walk`: a
 //!   [`Walk::Miss`] at that component), counted under its [`Reason`].
+//! - **Refreshes that would not last are skipped.** Expiries round down to a tick (16.8 ms,
+//!   see [`crate::clock`]), so a [`Revalidate::Valid`] whose timeout ends within the current
+//!   tick would file a word that is already expired. Nothing is written then (no name lock
+//!   either): the answer serves the walk that asked, and the next use asks again. A
+//!   filesystem that answers from a cache about to expire (NFS's attributes in their last
+//!   tick) would otherwise have every walk write the dentries all threads read.
 //! - **The blocking path** ([`Dcache::unblock`], and [`Dcache::resolve`] for a stale name) runs
 //!   with no lock held and no guard pinned while the filesystem is asked. A revalidation reads
 //!   the parent's generation first, asks with `may_block = true`, then, under the name's
@@ -213,14 +219,10 @@ impl<'a> Checks<'a> {
         cache.events.bump(Event::Revalidation);
         match fs.revalidate(dir.ino(), name, cached, false) {
             Revalidate::Valid { ttl } => {
-                if let Some(lock) = cache.try_lock_name(dir.ino(), name) {
-                    cache.refresh(
-                        &lock,
-                        stale.entry,
-                        seen(stale.inode, stale.word),
-                        ttl,
-                        generation,
-                    );
+                let lasting = cache.lasting(ttl, stale.inode.is_none());
+                if let Some((ttl, lock)) = lasting.zip(cache.try_lock_name(dir.ino(), name)) {
+                    let was = seen(stale.inode, stale.word);
+                    cache.refresh(&lock, stale.entry, was, ttl, generation);
                 }
                 Ok(stale.inode.map_or(Lookup::Negative, Lookup::Hit))
             }
@@ -446,21 +448,29 @@ impl Dcache {
         Ok(())
     }
 
+    /// How long a revalidated dentry is trusted after an answer "valid for `ttl`" (`None`: the
+    /// configured timeout of its polarity), if that outlasts the current tick; `None` if it does
+    /// not (see the rules: such an answer serves only the walk that asked, and nothing is
+    /// written).
+    fn lasting(&self, ttl: Option<Duration>, negative: bool) -> Option<Duration> {
+        let ttl = ttl.unwrap_or(self.timeouts.of(negative));
+        (self.ticks.expiry(ttl) > self.ticks.now()).then_some(ttl)
+    }
+
     /// Refreshes a revalidated dentry if it is still as the revalidation saw it: expiry `ttl`
-    /// from now (or the configured timeout), generation `generation`.
+    /// from now, generation `generation`.
     fn refresh(
         &self,
         names: &NameLock<'_>,
         entry: &DentryEntry,
         (inode, word): Seen,
-        ttl: Option<Duration>,
+        ttl: Duration,
         generation: u32,
     ) {
         let slot = entry.value();
         if slot.inode_ptr() != inode || slot.validity() != word {
             return; // changed meanwhile: the changer's word stands
         }
-        let ttl = ttl.unwrap_or(self.timeouts.of(inode.is_null()));
         entry.set_validity(self.word(entry.parent(), ttl, Some(generation)), names);
     }
 
@@ -488,8 +498,10 @@ impl Dcache {
         self.events.bump(Event::Revalidation);
         match fs.revalidate(parent, name, cached, true) {
             Revalidate::Valid { ttl } => {
-                let names = self.lock_names((parent, name), None);
-                self.refresh(&names, &held, was, ttl, generation);
+                if let Some(ttl) = self.lasting(ttl, cached.inode.is_none()) {
+                    let names = self.lock_names((parent, name), None);
+                    self.refresh(&names, &held, was, ttl, generation);
+                }
                 Settled::Fresh(cached.inode.map_or(Resolved::Negative, Resolved::Found))
             }
             Revalidate::Invalid | Revalidate::NeedsBlock => {
@@ -500,5 +512,51 @@ impl Dcache {
                 Settled::Dropped
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::{Config, ROOT_INO, Timeouts};
+
+    /// Answers every revalidation "valid for `ttl`".
+    struct ValidFor(Duration);
+
+    impl Filesystem for ValidFor {
+        fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, i32> {
+            Ok(None)
+        }
+
+        fn revalidate(&self, _: u64, _: &[u8], _: Cached, _: bool) -> Revalidate {
+            Revalidate::Valid { ttl: Some(self.0) }
+        }
+    }
+
+    #[test]
+    fn an_answer_ending_within_the_tick_serves_the_walk_and_writes_nothing() {
+        let clock = Arc::new(ManualClock::new());
+        let second = Duration::from_secs(1);
+        let t = Timeouts { entry: second, negative: second, access: second };
+        let cache = Dcache::new(Config::for_entries(64).with_timeouts(t).with_clock(clock.clone()));
+        cache.add_negative(ROOT_INO, b"x").unwrap();
+        clock.advance(2 * second);
+        let word = || cache.dentry(ROOT_INO, b"x").unwrap().value().validity();
+        let negative = |fs: &ValidFor| {
+            let guard = epoch::pin();
+            let walked = cache.walk_as(&guard, fs, None, ROOT_INO, "x");
+            matches!(walked, Ok(Checked::Done(Walk::Negative { .. })))
+        };
+        let stale = word();
+        assert!(negative(&ValidFor(Duration::from_millis(1))), "the answer serves its walk");
+        assert_eq!(word(), stale, "a word that would be expired at once is not written");
+        assert!(negative(&ValidFor(second)));
+        assert_ne!(word(), stale, "a lasting answer is");
+        assert!(negative(&ValidFor(Duration::ZERO)));
+        assert_eq!(cache.stats().revalidations, 2, "fresh again: not asked the third time");
+        assert_eq!(cache.stats().reval_fallbacks(), 0);
     }
 }
