@@ -10,7 +10,8 @@
 //!   - `NEGATIVE`: a remembered miss. Flipped by writers under the bucket lock.
 //!   - `REFERENCED`: set by a lookup hit (only if clear: a hit writes nothing when it is set);
 //!     cleared by the trimming rules and by `shrink` (second chance), under the bucket lock.
-//!   - `ON_LRU`: the entry sits on its LRU shard. Changed under that shard's lock.
+//!   - `ON_LRU`: the entry sits on an LRU list of its shard; `ON_NEGATIVE_LRU`: that list is
+//!     the shard's negative one. Changed together, under that list's lock (see [`crate::lru`]).
 //!   - `UNHASHED`: taken off its chain (evicted or removed). Set under the bucket lock.
 //!   - `WORKINGSET`: a negative re-created soon after its predecessor was evicted (see
 //!     [`crate::trim`]'s ghosts). Set at creation, cleared with `REFERENCED` when a rule spends
@@ -40,7 +41,7 @@ use std::fmt;
 
 use crate::name::NameBuf;
 use crate::sync::{AtomicU32, Ordering, fence, spin};
-use udcache_rculist::{Adapter, HLink, Link};
+use udcache_rculist::{Adapter, BareLink, HLink};
 
 pub(crate) const NEGATIVE: u32 = 1;
 pub(crate) const REFERENCED: u32 = 2;
@@ -50,6 +51,9 @@ pub(crate) const UNHASHED: u32 = 8;
 /// in the bucket's ghost slots): part of a working set, like a page refaulting from a shadow
 /// entry. Protects it like `REFERENCED` until a rule spends its chance.
 pub(crate) const WORKINGSET: u32 = 16;
+/// With `ON_LRU`: the LRU list the entry is on is its shard's negative one (the kind it had
+/// when it was put there; `NEGATIVE` may have flipped since, until the entry is refiled).
+pub(crate) const ON_NEGATIVE_LRU: u32 = 32;
 /// `refs` value of an entry claimed by an evictor.
 pub(crate) const DEAD: u32 = u32::MAX;
 /// One step of the value's sequence count, which lives above the flag bits of `state`.
@@ -73,14 +77,14 @@ pub struct Entry<V> {
     pub(crate) refs: AtomicU32,
     value: V,
     name: NameBuf,
-    pub(crate) lru: Link,
+    pub(crate) lru: BareLink,
 }
 
 impl<V> Entry<V> {
     pub(crate) fn new(key: u64, parent: u64, name: &[u8], state: u32, value: V) -> Self {
         Entry {
             chain: HLink::new(),
-            lru: Link::new(),
+            lru: BareLink::new(),
             key,
             parent,
             name: NameBuf::new(name),
@@ -287,14 +291,14 @@ unsafe impl<V: Send + Sync + 'static> Adapter for ChainAdapter<V> {
 // SAFETY: as for `ChainAdapter`, with the `lru` field.
 unsafe impl<V: Send + Sync + 'static> Adapter for LruAdapter<V> {
     type Value = Entry<V>;
-    type Link = Link;
+    type Link = BareLink;
 
-    unsafe fn link_ptr(value: *const Entry<V>) -> *const Link {
+    unsafe fn link_ptr(value: *const Entry<V>) -> *const BareLink {
         // SAFETY: the caller passes a live entry; taking a field address creates no reference.
         unsafe { std::ptr::addr_of!((*value).lru) }
     }
 
-    unsafe fn value_ptr(link: *const Link) -> *const Entry<V> {
+    unsafe fn value_ptr(link: *const BareLink) -> *const Entry<V> {
         // SAFETY: `link` came from `link_ptr`: it lies `offset_of!` bytes into its entry.
         unsafe { link.byte_sub(std::mem::offset_of!(Entry<V>, lru)).cast() }
     }

@@ -2,9 +2,16 @@
 //!
 //! # Rules
 //!
-//! - Each shard has two [`List`]s (negative, positive), each with its own spin lock. An entry
-//!   goes on the list of its kind when its last holder releases it, and `ON_LRU` in its state
-//!   says it is there; `ON_LRU` changes only while the list's lock is held.
+//! - Each shard has two [`BareList`]s (negative, positive), each with its own spin lock: lists
+//!   that only their lock holders touch (no lockless reader walks an LRU), so an entry's LRU
+//!   link is two words and a removal hands the list's reference back at once. An entry goes on
+//!   the list of its kind when its last holder releases it.
+//! - **Which list.** `ON_LRU` in the entry's state says it is on an LRU list, and
+//!   `ON_NEGATIVE_LRU` that the list is its shard's negative one (the shard is fixed by its
+//!   bucket). Both are set with the push and cleared with the unlink, under that list's lock.
+//!   A bare link does not record its list, so this is what makes a removal sound: pushes hold
+//!   the entry's bucket lock, so a remover holding it reads the two bits, takes that list's
+//!   lock, and finds the entry either on that list or on none (`shrink` may have popped it).
 //! - **Lock order: bucket lock, then LRU lock.** Every function here that adds, removes or moves
 //!   an entry takes a [`BucketLock`] argument: the caller holds the entry's bucket. `shrink`
 //!   is the one path that starts from the LRU: it pops an entry with only the LRU lock, drops
@@ -14,17 +21,17 @@
 
 use std::sync::Arc;
 
-use udcache_rculist::{List, ListWriter};
+use udcache_rculist::{BareList, BareWriter};
 
-use crate::entry::{Entry, LruAdapter, NEGATIVE, ON_LRU};
+use crate::entry::{Entry, LruAdapter, NEGATIVE, ON_LRU, ON_NEGATIVE_LRU};
 use crate::stats::{C, Counters};
 use crate::sync::Ordering;
 use crate::table::BucketLock;
 
 /// One shard: negatives and positives.
 pub(crate) struct LruShard<V: Send + Sync + 'static> {
-    neg: List<LruAdapter<V>>,
-    pos: List<LruAdapter<V>>,
+    neg: BareList<LruAdapter<V>>,
+    pos: BareList<LruAdapter<V>>,
 }
 
 /// All shards.
@@ -36,7 +43,7 @@ impl<V: Send + Sync + 'static> Lru<V> {
     pub(crate) fn new(shards: usize) -> Self {
         Lru {
             shards: (0..shards.max(1))
-                .map(|_| LruShard { neg: List::new(), pos: List::new() })
+                .map(|_| LruShard { neg: BareList::new(), pos: BareList::new() })
                 .collect(),
         }
     }
@@ -45,7 +52,7 @@ impl<V: Send + Sync + 'static> Lru<V> {
         self.shards.len()
     }
 
-    fn list(&self, bucket: usize, negative: bool) -> &List<LruAdapter<V>> {
+    fn list(&self, bucket: usize, negative: bool) -> &BareList<LruAdapter<V>> {
         let s = &self.shards[bucket % self.shards.len()];
         if negative { &s.neg } else { &s.pos }
     }
@@ -55,50 +62,56 @@ impl<V: Send + Sync + 'static> Lru<V> {
         if entry.has(ON_LRU) {
             return;
         }
-        let negative = entry.has(NEGATIVE);
-        let mut list = self.list(lock.index(), negative).lock();
-        if list.push_back(entry.clone()).is_ok() {
-            // Relaxed: ON_LRU is read by writers that hold this bucket's lock (ordered by it)
-            // or this list's lock; readers never look at it.
-            entry.state.fetch_or(ON_LRU, Ordering::Relaxed);
+        if self.push(lock, entry, entry.has(NEGATIVE)) {
             counters.add(lock.index(), C::Unused, 1);
         }
     }
 
+    /// Pushes `entry` on its shard's list of kind `negative` and records which (see the rules).
+    fn push(&self, lock: &BucketLock<'_, V>, entry: &Arc<Entry<V>>, negative: bool) -> bool {
+        let mut list = self.list(lock.index(), negative).lock();
+        if list.push_back(entry.clone()).is_err() {
+            return false;
+        }
+        // Relaxed (both): the bits are read by writers that hold this bucket's lock (ordered
+        // by it) or this list's lock; readers never look at them.
+        let bits = if negative { ON_LRU | ON_NEGATIVE_LRU } else { ON_LRU };
+        entry.state.fetch_or(bits, Ordering::Relaxed);
+        true
+    }
+
+    /// Takes `entry` off the LRU list it is on, if any (see the rules); false if none.
+    fn unlink(&self, lock: &BucketLock<'_, V>, entry: &Entry<V>) -> bool {
+        if !entry.has(ON_LRU) {
+            return false;
+        }
+        let mut list = self.list(lock.index(), entry.has(ON_NEGATIVE_LRU)).lock();
+        // SAFETY: the two bits name the list the entry was pushed on, and no one can push it
+        // again while we hold its bucket lock; so if it is linked, it is on this list.
+        let Some(unlinked) = (unsafe { list.remove(entry) }) else { return false };
+        entry.state.fetch_and(!(ON_LRU | ON_NEGATIVE_LRU), Ordering::Relaxed);
+        drop(list);
+        drop(unlinked);
+        true
+    }
+
     /// Takes `entry` off its LRU, if it is on one.
     pub(crate) fn remove(&self, lock: &BucketLock<'_, V>, entry: &Entry<V>, counters: &Counters) {
-        if !entry.has(ON_LRU) {
-            return;
-        }
-        let negative = entry.has(NEGATIVE);
-        let mut list = self.list(lock.index(), negative).lock();
-        if let Some(unlinked) = list.remove(entry) {
-            entry.state.fetch_and(!ON_LRU, Ordering::Relaxed);
+        if self.unlink(lock, entry) {
             counters.add(lock.index(), C::Unused, -1);
-            drop(list);
-            drop(unlinked);
         }
     }
 
-    /// Moves `entry` to the LRU of its new kind after a flip of `NEGATIVE`: `was_negative` is
-    /// the kind it was filed under.
-    pub(crate) fn refile(
-        &self,
-        lock: &BucketLock<'_, V>,
-        entry: &Arc<Entry<V>>,
-        was_negative: bool,
-    ) {
-        if !entry.has(ON_LRU) {
-            return;
-        }
-        let old = self.list(lock.index(), was_negative).lock().remove(entry);
-        if old.is_some() {
-            let pushed = self.list(lock.index(), !was_negative).lock().push_back(entry.clone());
-            debug_assert!(pushed.is_ok(), "an entry off one LRU list was on the other");
+    /// Moves `entry` to the LRU of its kind after a flip of `NEGATIVE`, if it is on an LRU.
+    pub(crate) fn refile(&self, lock: &BucketLock<'_, V>, entry: &Arc<Entry<V>>) {
+        let negative = entry.has(NEGATIVE);
+        if entry.has(ON_LRU) && entry.has(ON_NEGATIVE_LRU) != negative && self.unlink(lock, entry) {
+            let pushed = self.push(lock, entry, negative);
+            debug_assert!(pushed, "an entry just taken off an LRU list was on another");
         }
     }
 
-    /// Pops the oldest entry of one list of shard `shard`, clearing `ON_LRU`.
+    /// Pops the oldest entry of one list of shard `shard`, clearing its LRU bits.
     pub(crate) fn pop(
         &self,
         shard: usize,
@@ -106,12 +119,12 @@ impl<V: Send + Sync + 'static> Lru<V> {
         counters: &Counters,
     ) -> Option<Arc<Entry<V>>> {
         let s = &self.shards[shard];
-        let mut list: ListWriter<'_, LruAdapter<V>> =
+        let mut list: BareWriter<'_, LruAdapter<V>> =
             if negative { s.neg.lock() } else { s.pos.lock() };
-        let unlinked = list.pop_front()?;
-        unlinked.state.fetch_and(!ON_LRU, Ordering::Relaxed);
+        let popped = list.pop_front()?;
+        popped.state.fetch_and(!(ON_LRU | ON_NEGATIVE_LRU), Ordering::Relaxed);
         // The shard index stands in for a bucket index: counters are striped, any stripe works.
         counters.add(shard, C::Unused, -1);
-        Some(unlinked.to_arc())
+        Some(popped)
     }
 }

@@ -564,7 +564,7 @@ impl<'t, V: Send + Sync + 'static> Held<'t, V> {
             self.entry.state.fetch_and(!NEGATIVE, Ordering::Release);
         }
         t.counters.add(self.bucket, C::Negative, if to_negative { 1 } else { -1 });
-        t.lru.refile(&lock, &self.entry, !to_negative);
+        t.lru.refile(&lock, &self.entry);
         true
     }
 

@@ -39,6 +39,10 @@
 //!   the writer lock in bit 0, so a locked bucket costs one word. The head word's top 16 bits
 //!   hold a summary the user keeps of its nodes' hashes, so a lookup of an absent key can
 //!   often answer from the head alone ([`HListBl::find_summarised`]; see [`head`]).
+//! - [`BareList`]: doubly linked like [`List`], for lists only lock holders touch (an LRU):
+//!   no lockless readers, so removals hand the reference back at once, and a [`BareLink`] is
+//!   two words (no owner id; removing a node is `unsafe`: the caller vouches for its list).
+//!   `push_back`, `pop_front`, `remove`.
 //! - [`ChildList`]: a directory's children, positive entries first, as two lists under one lock
 //!   (why: see [`child`]).
 //!
@@ -56,7 +60,7 @@
 //! - A reader step is one Acquire load (a plain load on x86) and a constant offset, as in a
 //!   non-concurrent intrusive list; starting a walk checks the guard's collector once.
 //! - A [`Link`] is three words (`next`, `prev`, and the owner id that lets writer operations
-//!   refuse a node that is not on their list); an [`HLink`] one; heads one ([`HList`],
+//!   refuse a node that is not on their list); a [`BareLink`] two; an [`HLink`] one; heads one ([`HList`],
 //!   [`HListBl`]) or three ([`List`]: head, tail, id; plus its lock byte and move count).
 //! - Nodes live in an `Arc`: 16 bytes of header. With tiny payloads this doubles the footprint of
 //!   a node against intrusive-collections' `Box` nodes, which shows when a list outgrows L1
@@ -122,6 +126,7 @@ macro_rules! insert_beside_api {
 }
 
 mod adapter;
+pub mod bare;
 pub mod child;
 pub mod head;
 pub mod hlist;
@@ -135,6 +140,7 @@ mod walk;
 pub use crossbeam_epoch as epoch;
 
 pub use adapter::Adapter;
+pub use bare::{BareLink, BareList, BareWriter};
 pub use child::{AllIter, ChildList, ChildWriter};
 pub use hlist::{HCursorMut, HIter, HLink, HList, HListBl, HListWriter};
 pub use list::{CursorMut, End, Iter, Link, List, ListWriter};

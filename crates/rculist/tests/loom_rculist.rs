@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use udcache_rculist::{ChildList, HLink, HListBl, Link, List, adapter, epoch};
+use udcache_rculist::{BareLink, BareList, ChildList, HLink, HListBl, Link, List, adapter, epoch};
 
 /// Freed flags live outside the nodes so a reader can check them by id.
 type Freed = Arc<Vec<AtomicBool>>;
@@ -20,6 +20,7 @@ struct Node {
     id: usize,
     link: Link,
     hlink: HLink,
+    bare: BareLink,
     freed: Freed,
 }
 
@@ -31,12 +32,14 @@ impl Drop for Node {
 
 adapter!(LA = Node { link: Link });
 adapter!(HA = Node { hlink: HLink });
+adapter!(BA = Node { bare: BareLink });
 
 fn nodes(n: usize) -> (Freed, Vec<Arc<Node>>) {
     let freed: Freed = Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
     let v = (0..n)
         .map(|id| {
-            Arc::new(Node { id, link: Link::new(), hlink: HLink::new(), freed: freed.clone() })
+            let (link, hlink, bare) = (Link::new(), HLink::new(), BareLink::new());
+            Arc::new(Node { id, link, hlink, bare, freed: freed.clone() })
         })
         .collect();
     (freed, v)
@@ -326,5 +329,38 @@ fn summarised_lookup_vs_insert_remove() {
         assert!(!one || zero || removing.load(Ordering::SeqCst), "found 1, missed 0 on the chain");
         writer.join().unwrap();
         assert!(find(1) && !find(0));
+    });
+}
+
+/// Bare lists: the writer of list `a` takes node 0 off it while the writer of list `b` tries to
+/// put it on `b`, and a third node is pushed on `b` around it. The claim is a compare-exchange
+/// on the link, so node 0 ends on exactly one of the lists or none, never on both; whichever
+/// list holds it gives it back whole (pop order intact), and every reference is accounted for.
+#[test]
+fn bare_lists_race_for_one_node() {
+    model(|| {
+        let (_freed, ns) = nodes(2);
+        let a = Arc::new(BareList::<BA>::new());
+        let b = Arc::new(BareList::<BA>::new());
+        a.lock().push_back(ns[0].clone()).unwrap();
+        let taker = {
+            let (a, n0) = (a.clone(), ns[0].clone());
+            loom::thread::spawn(move || {
+                // SAFETY: node 0 was put on `a` only, and only this thread takes it off.
+                let taken = unsafe { a.lock().remove(&n0) };
+                taken.map(|n| n.id)
+            })
+        };
+        let pushed = {
+            let mut w = b.lock();
+            w.push_back(ns[1].clone()).unwrap();
+            w.push_back(ns[0].clone()).is_ok()
+        };
+        assert_eq!(taker.join().unwrap(), Some(0), "node 0 was on `a` until taken");
+        let mut w = b.lock();
+        let on_b: Vec<usize> = std::iter::from_fn(|| w.pop_front().map(|n| n.id)).collect();
+        assert_eq!(on_b, if pushed { vec![1, 0] } else { vec![1] });
+        assert!(a.lock().pop_front().is_none());
+        assert!(ns.iter().all(|n| !n.bare.is_linked() && Arc::strong_count(n) == 1));
     });
 }
