@@ -47,7 +47,9 @@ use udcache_neghash::{Held, KeyHash, NegHash, epoch, epoch::Guard};
 
 use crate::attr::Attr;
 use crate::clock::{Clock, CoarseClock, Ticks};
-use crate::dentry::{Dentry, DentryEntry, DentryWrites, Exclusive, InodeLock, NameLock, Slot};
+use crate::dentry::{
+    Dentry, DentryEntry, DentryWrites, Exclusive, InodeLock, NameLock, Named, Slot,
+};
 use crate::error::Error;
 use crate::fetch::Inflight;
 use crate::inode::{FileType, Inode, InodeSpec};
@@ -181,6 +183,35 @@ pub enum Lookup<'g> {
     Miss,
 }
 
+/// What a lockless step found: a [`Lookup`], with what the dentry keeps of its inode.
+#[derive(Clone, Copy)]
+pub(crate) enum Found<'g> {
+    Hit(Named<'g>),
+    Negative,
+    Miss,
+}
+
+impl<'g> From<Found<'g>> for Lookup<'g> {
+    fn from(found: Found<'g>) -> Self {
+        match found {
+            Found::Hit(child) => Lookup::Hit(child.inode),
+            Found::Negative => Lookup::Negative,
+            Found::Miss => Lookup::Miss,
+        }
+    }
+}
+
+impl<'g> From<Lookup<'g>> for Found<'g> {
+    /// Number and type read from the inode (a step that did not take them from a dentry).
+    fn from(lookup: Lookup<'g>) -> Self {
+        match lookup {
+            Lookup::Hit(inode) => Found::Hit(Named::of(inode)),
+            Lookup::Negative => Found::Negative,
+            Lookup::Miss => Found::Miss,
+        }
+    }
+}
+
 /// A dentry a lockless reader found but may not trust: what revalidating it needs.
 pub(crate) struct Stale<'g> {
     pub(crate) entry: &'g DentryEntry,
@@ -283,7 +314,8 @@ impl Dcache {
     /// `lookup` of a name already validated.
     pub(crate) fn fresh<'g>(&'g self, guard: &'g Guard, parent: u64, name: &[u8]) -> Lookup<'g> {
         let dir_gen = || self.inode(guard, parent).map_or(0, Inode::dir_gen);
-        self.checked(guard, parent, name, dir_gen, || self.ticks.now()).unwrap_or(Lookup::Miss)
+        self.checked(guard, parent, name, dir_gen, || self.ticks.now())
+            .map_or(Lookup::Miss, Lookup::from)
     }
 
     /// `lookup` of a name already validated, trusting only a fresh dentry; a stale one is
@@ -297,13 +329,13 @@ impl Dcache {
         name: &[u8],
         dir_gen: impl FnOnce() -> u32,
         now: impl FnOnce() -> u32,
-    ) -> Result<Lookup<'g>, Stale<'g>> {
-        let Some(entry) = self.names.lookup(guard, parent, name) else { return Ok(Lookup::Miss) };
+    ) -> Result<Found<'g>, Stale<'g>> {
+        let Some(entry) = self.names.lookup(guard, parent, name) else { return Ok(Found::Miss) };
         // Both at one instant: the dentry's sequence count (see `dentry.rs`).
-        let (inode, word) = entry.snapshot(guard);
-        match word.check(inode.is_none(), dir_gen, now) {
-            Ok(()) => Ok(inode.map_or(Lookup::Negative, Lookup::Hit)),
-            Err(reason) => Err(Stale { entry, inode, word, reason }),
+        let (child, word) = entry.snapshot(guard);
+        match word.check(child.is_none(), dir_gen, now) {
+            Ok(()) => Ok(child.map_or(Found::Negative, Found::Hit)),
+            Err(reason) => Err(Stale { entry, inode: child.map(|c| c.inode), word, reason }),
         }
     }
 

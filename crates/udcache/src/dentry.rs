@@ -14,6 +14,13 @@
 //!   overlaps. So a reader never pairs one inode with another's validity word. A rename is
 //!   not a dentry write: it moves a name to a new entry, and walkers validate it with the
 //!   global rename sequence (see `rename.rs`).
+//! - **What a step needs without touching the inode.** A positive dentry also keeps its inode's
+//!   number (a word beside the validity word) and its file type (the two low bits of the slot's
+//!   pointer, below the inode's alignment), written with the pointer in one write of the
+//!   sequence count; both are fixed for an inode's life. A walk step reads them in its snapshot
+//!   ([`Named`]) and hashes the next component under that number without loading the inode:
+//!   on a cached tree larger than the CPU's caches, the inode's line is a miss on every step
+//!   otherwise. (A negative dentry's number word is left as it was and means nothing.)
 //! - Writers change a slot only while holding the name's stripe lock ([`NameLock`]), so two
 //!   writers never race on one slot (and the sequence count's writers are serialised, as it
 //!   requires). Readers decide positive/negative by the slot alone; the
@@ -35,7 +42,7 @@ use std::ops::Deref;
 
 use udcache_neghash::epoch::Guard;
 
-use crate::inode::Inode;
+use crate::inode::{FileType, Inode};
 use crate::recycle::InodeRef;
 use crate::sync::{AtomicPtr, AtomicU64, MutexGuard, Ordering};
 use crate::valid::Validity;
@@ -61,8 +68,34 @@ impl SlotWriter for NameLock<'_> {}
 impl SlotWriter for InodeLock<'_> {}
 impl SlotWriter for Exclusive {}
 
+/// The low bits of a slot's pointer that carry the inode's file type.
+const KIND_BITS: usize = 0b11;
+const _: () = assert!(align_of::<Inode>() > KIND_BITS, "the type must fit below the alignment");
+
+/// `inode`'s count as a slot word: the pointer with the file type in its low bits.
+fn tagged(inode: InodeRef) -> *mut Inode {
+    let tag = match inode.kind() {
+        FileType::Directory => 0,
+        FileType::Regular => 1,
+        FileType::Symlink => 2,
+        FileType::Other => 3,
+    };
+    InodeRef::into_raw(inode).map_addr(|a| a | tag)
+}
+
+/// A slot word's pointer (the tag cleared) and file type.
+fn untagged(p: *mut Inode) -> (*mut Inode, FileType) {
+    let kind = match p.addr() & KIND_BITS {
+        0 => FileType::Directory,
+        1 => FileType::Regular,
+        2 => FileType::Symlink,
+        _ => FileType::Other,
+    };
+    (p.map_addr(|a| a & !KIND_BITS), kind)
+}
+
 /// A dentry's inode (null: negative), or an inode-table entry's inode: an owned `InodeRef` as
-/// a raw pointer.
+/// a raw pointer, its file type in the low bits (see the module rules).
 pub(crate) struct Slot {
     inode: AtomicPtr<Inode>,
 }
@@ -73,19 +106,25 @@ impl Slot {
     }
 
     pub(crate) fn positive(inode: InodeRef) -> Self {
-        Slot { inode: AtomicPtr::new(InodeRef::into_raw(inode)) }
+        Slot { inode: AtomicPtr::new(tagged(inode)) }
     }
 
     /// The inode, if positive, borrowed for the guard's life.
-    pub(crate) fn load<'g>(&'g self, _guard: &'g Guard) -> Option<&'g Inode> {
+    pub(crate) fn load<'g>(&'g self, guard: &'g Guard) -> Option<&'g Inode> {
+        self.load_typed(guard).map(|(inode, _)| inode)
+    }
+
+    /// The inode, if positive, borrowed for the guard's life, and its file type (read from the
+    /// slot, not from the inode).
+    fn load_typed<'g>(&'g self, _guard: &'g Guard) -> Option<(&'g Inode, FileType)> {
         // Acquire: pairs with the Release swap in `put` (and the initialising store of
         // `positive`, published by neghash's Release chain insert).
-        let p = self.inode.load(Ordering::Acquire);
+        let (p, kind) = untagged(self.inode.load(Ordering::Acquire));
         // SAFETY: a non-null pointer came from `InodeRef::into_raw` and held a count when this
         // load read it, with `_guard` pinned (`'g`). Whatever later drops counts, the inode's
         // pool re-initialises or frees it only after a grace period that began after the last
         // count went, so after `_guard` unpins: it stays this file's inode for `'g`.
-        unsafe { p.as_ref() }
+        unsafe { p.as_ref() }.map(|inode| (inode, kind))
     }
 
     /// A counted reference to the inode, if positive. The name lock keeps the slot (and so
@@ -98,7 +137,7 @@ impl Slot {
 
     pub(crate) fn load_arc(&self, _lock: &impl SlotWriter) -> Option<InodeRef> {
         // Relaxed: the name lock orders this load after the writer that stored the pointer.
-        let p = self.inode.load(Ordering::Relaxed);
+        let (p, _) = untagged(self.inode.load(Ordering::Relaxed));
         if p.is_null() {
             return None;
         }
@@ -113,7 +152,7 @@ impl Slot {
     pub(crate) fn put(&self, inode: InodeRef, _lock: &impl SlotWriter) -> Option<InodeRef> {
         // Release: pairs with the Acquire in `load` (the inode is initialised before it is
         // reachable). The old pointer needs no Acquire: the name lock ordered its writer.
-        let old = self.inode.swap(InodeRef::into_raw(inode), Ordering::Release);
+        let old = self.inode.swap(tagged(inode), Ordering::Release);
         retire(old)
     }
 
@@ -127,14 +166,32 @@ impl Slot {
     /// The pointer itself, for identity checks (never dereferenced).
     pub(crate) fn inode_ptr(&self) -> *const Inode {
         // Relaxed: compared only, under the name lock, with a value read under a guard.
-        self.inode.load(Ordering::Relaxed)
+        untagged(self.inode.load(Ordering::Relaxed)).0
     }
 }
 
-/// A dentry's value: its inode slot and its validity word.
+/// A dentry's value: its inode slot, its validity word, and its inode's number.
 pub(crate) struct Dentry {
     slot: Slot,
     valid: AtomicU64,
+    /// The number of the inode `slot` points at (meaningless while negative).
+    ino: AtomicU64,
+}
+
+/// A dentry's inode as a walk step takes it: the reference (not dereferenced) with the number
+/// and file type the dentry keeps beside it.
+#[derive(Clone, Copy)]
+pub(crate) struct Named<'g> {
+    pub(crate) inode: &'g Inode,
+    pub(crate) ino: u64,
+    pub(crate) kind: FileType,
+}
+
+impl<'g> Named<'g> {
+    /// Number and type read from the inode itself (not from a dentry).
+    pub(crate) fn of(inode: &'g Inode) -> Self {
+        Named { inode, ino: inode.ino(), kind: inode.kind() }
+    }
 }
 
 /// A dentry: a name-table entry whose value is a [`Dentry`].
@@ -149,11 +206,19 @@ impl Deref for Dentry {
 
 impl Dentry {
     pub(crate) fn negative(valid: Validity) -> Self {
-        Dentry { slot: Slot::negative(), valid: AtomicU64::new(valid.0) }
+        Dentry { slot: Slot::negative(), valid: AtomicU64::new(valid.0), ino: AtomicU64::new(0) }
     }
 
     pub(crate) fn positive(inode: InodeRef, valid: Validity) -> Self {
-        Dentry { slot: Slot::positive(inode), valid: AtomicU64::new(valid.0) }
+        let ino = AtomicU64::new(inode.ino());
+        Dentry { slot: Slot::positive(inode), valid: AtomicU64::new(valid.0), ino }
+    }
+
+    /// The inode, its type and its number as the slot and the number word hold them.
+    fn child<'g>(&'g self, guard: &'g Guard) -> Option<Named<'g>> {
+        let (inode, kind) = self.slot.load_typed(guard)?;
+        // Relaxed: read inside a snapshot, which the sequence count validates.
+        Some(Named { inode, ino: self.ino.load(Ordering::Relaxed), kind })
     }
 
     /// The validity word alone. Relaxed: the word is a value by itself and publishes nothing;
@@ -175,8 +240,9 @@ impl Dentry {
 /// [`write_value`](udcache_neghash::Entry::write_value)), made under the name's stripe lock
 /// (which serialises the writers of a dentry, as that count requires).
 pub(crate) trait DentryWrites {
-    /// The inode and the validity word as they were at one instant, without locks.
-    fn snapshot<'g>(&'g self, guard: &'g Guard) -> (Option<&'g Inode>, Validity);
+    /// The inode (with its number and type) and the validity word as they were at one
+    /// instant, without locks.
+    fn snapshot<'g>(&'g self, guard: &'g Guard) -> (Option<Named<'g>>, Validity);
     /// Points the dentry at `inode`, valid as `valid`; returns the inode it named before
     /// (see [`Slot::put`]).
     fn put_inode(&self, inode: InodeRef, valid: Validity, lock: &NameLock<'_>) -> Option<InodeRef>;
@@ -188,13 +254,15 @@ pub(crate) trait DentryWrites {
 
 impl DentryWrites for DentryEntry {
     #[inline]
-    fn snapshot<'g>(&'g self, guard: &'g Guard) -> (Option<&'g Inode>, Validity) {
-        self.read_value(|d| (d.slot.load(guard), d.validity()))
+    fn snapshot<'g>(&'g self, guard: &'g Guard) -> (Option<Named<'g>>, Validity) {
+        self.read_value(|d| (d.child(guard), d.validity()))
     }
 
     fn put_inode(&self, inode: InodeRef, valid: Validity, lock: &NameLock<'_>) -> Option<InodeRef> {
         self.write_value(|d| {
             d.store_validity(valid);
+            // Relaxed: inside the write of the sequence count, as the validity word.
+            d.ino.store(inode.ino(), Ordering::Relaxed);
             d.slot.put(inode, lock)
         })
     }
@@ -214,6 +282,7 @@ impl DentryWrites for DentryEntry {
 /// Takes over the count a slot held on `p` (if not null). Readers may still be using the
 /// inode: dropping the count is safe anyway (see the module rules).
 fn retire(p: *mut Inode) -> Option<InodeRef> {
+    let (p, _) = untagged(p);
     // SAFETY: `p` came from `InodeRef::into_raw` and the slot owned its count; the slot no
     // longer holds `p` (swapped out by the caller), so that count is now ours.
     (!p.is_null()).then(|| unsafe { InodeRef::from_raw(p) })
@@ -222,11 +291,6 @@ fn retire(p: *mut Inode) -> Option<InodeRef> {
 impl Drop for Slot {
     fn drop(&mut self) {
         // Relaxed: `&mut self`: no other thread can reach the slot any more.
-        let p = self.inode.load(Ordering::Relaxed);
-        if !p.is_null() {
-            // SAFETY: the slot owns this count (from `InodeRef::into_raw`); the entry is being
-            // freed, so no one else can take it.
-            drop(unsafe { InodeRef::from_raw(p) });
-        }
+        drop(retire(self.inode.load(Ordering::Relaxed)));
     }
 }

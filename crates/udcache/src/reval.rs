@@ -486,7 +486,8 @@ impl Dcache {
         let Some(held) = self.dentry(parent, name) else { return Settled::Absent };
         let (was, cached) = {
             let guard = epoch::pin();
-            let (inode, word) = held.snapshot(&guard);
+            let (child, word) = held.snapshot(&guard);
+            let inode = child.map(|c| c.inode);
             let answer = inode.map_or(Resolved::Negative, |i| Resolved::Found(i.spec()));
             let Err(reason) = word.check(inode.is_none(), || generation, || self.ticks.now())
             else {

@@ -27,7 +27,8 @@
 
 use udcache_neghash::epoch::Guard;
 
-use crate::cache::{Dcache, Lookup};
+use crate::cache::{Dcache, Found, Lookup};
+use crate::dentry::Named;
 use crate::error::Error;
 use crate::inode::{FileType, Inode};
 use crate::name::{NAME_MAX, validate_name};
@@ -186,36 +187,40 @@ impl Dcache {
         checks: &mut Checks<'_>,
         (root, path): (u64, &[u8]),
     ) -> Result<Stop<'g>, Error> {
-        let mut cur = self.inode(guard, root).ok_or(Error::UnknownInode(root))?;
+        let root = self.inode(guard, root).ok_or(Error::UnknownInode(root))?;
+        // Each step's number and type come from the dentry that led to it (see `dentry.rs`): a
+        // step loads the inode itself only to check access, or for `..` and stale dentries.
+        let mut cur = Named::of(root);
         for (at, name) in components(path) {
-            match cur.kind() {
+            match cur.kind {
                 FileType::Directory => {}
-                FileType::Symlink => return Ok(Stop::Walk(Walk::Symlink { inode: cur, rest: at })),
-                _ => return Ok(Stop::Walk(Walk::NotDir { inode: cur, at })),
+                FileType::Symlink => {
+                    return Ok(Stop::Walk(Walk::Symlink { inode: cur.inode, rest: at }));
+                }
+                _ => return Ok(Stop::Walk(Walk::NotDir { inode: cur.inode, at })),
             }
-            if let Some(stop) = checks.search(cur, at) {
+            if let Some(stop) = checks.search(cur.inode, at) {
                 return Ok(stop);
             }
+            let dir = cur.inode;
             let found = match name {
-                b"." => Lookup::Hit(cur),
-                b".." => self.inode(guard, cur.parent()).map_or(Lookup::Miss, Lookup::Hit),
-                _ => {
-                    match self.checked(guard, cur.ino(), name, || cur.dir_gen(), || checks.now()) {
-                        Ok(found) => found,
-                        Err(stale) => match checks.revalidate(self, cur, name, at, stale) {
-                            Ok(found) => found,
-                            Err(blocked) => return Ok(Stop::Blocked(blocked)),
-                        },
-                    }
-                }
+                b"." => Found::Hit(cur),
+                b".." => self.inode(guard, dir.parent()).map_or(Lookup::Miss, Lookup::Hit).into(),
+                _ => match self.checked(guard, cur.ino, name, || dir.dir_gen(), || checks.now()) {
+                    Ok(found) => found,
+                    Err(stale) => match checks.revalidate(self, dir, name, at, stale) {
+                        Ok(found) => found.into(),
+                        Err(blocked) => return Ok(Stop::Blocked(blocked)),
+                    },
+                },
             };
             cur = match found {
-                Lookup::Hit(next) => next,
-                Lookup::Negative => return Ok(Stop::Walk(Walk::Negative { at })),
-                Lookup::Miss => return Ok(Stop::Walk(Walk::Miss { parent: cur.ino(), at })),
+                Found::Hit(next) => next,
+                Found::Negative => return Ok(Stop::Walk(Walk::Negative { at })),
+                Found::Miss => return Ok(Stop::Walk(Walk::Miss { parent: cur.ino, at })),
             };
         }
-        Ok(Stop::Walk(Walk::Found(cur)))
+        Ok(Stop::Walk(Walk::Found(cur.inode)))
     }
 }
 

@@ -192,11 +192,17 @@ fn exchange_swaps_two_names_and_directory_parents() {
     cache.add(ROOT_INO, b"b", dir(3)).unwrap();
     cache.add(2, b"x", dir(4)).unwrap();
     cache.add(3, b"y", file(5)).unwrap();
+    cache.add(4, b"z", file(6)).unwrap();
     cache.rename(2, b"x", 3, b"y", RenameMode::Exchange).unwrap();
     assert_eq!(lookup(&cache, 2, "x"), Some(5));
     assert_eq!(lookup(&cache, 3, "y"), Some(4));
+    // A walk step takes the next directory's number and type from the dentry: both swapped.
     let g = epoch::pin();
     assert!(matches!(cache.walk(&g, ROOT_INO, "b/y/../y"), Ok(Walk::Found(i)) if i.ino() == 4));
+    assert!(matches!(cache.walk(&g, ROOT_INO, "b/y/z"), Ok(Walk::Found(i)) if i.ino() == 6));
+    assert!(
+        matches!(cache.walk(&g, ROOT_INO, "a/x/z"), Ok(Walk::NotDir { inode, at: 4 }) if inode.ino() == 5)
+    );
     drop(g);
     assert_eq!(names(&cache, 2), ["x"]);
     assert_eq!(
