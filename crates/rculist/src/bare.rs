@@ -12,11 +12,11 @@
 //! - **Membership.** A [`BareLink`] has no owner word (that is [`Link`](crate::Link)'s third
 //!   word): bit 0 of its `prev` word says "on a list", and the predecessor pointer sits above it
 //!   (the first member's `prev` is the bit alone). An insert claims the link by a
-//!   compare-exchange of `prev` from 0, so a node goes on at most one list through one link even
+//!   compare-exchange of `prev` from null, so a node goes on at most one list through one link even
 //!   when writers of two lists race for it; a claimed node is refused. But a link does not say
 //!   *which* list it is on, so [`BareWriter::remove`] is `unsafe`: its caller vouches that a
 //!   linked node is on this list (neghash's LRU records that in the entry's state bits).
-//! - **Orderings.** The claim is Acquire and the release of a link (`prev` back to 0) is
+//! - **Orderings.** The claim is Acquire and the release of a link (`prev` back to null) is
 //!   Release: a writer of another list that claims the node next sees this list's last stores
 //!   to the link. Everything else is Relaxed, ordered by the list's lock.
 
@@ -28,7 +28,7 @@ use std::sync::Arc;
 use crate::Adapter;
 use crate::lock::{Held, SpinLock};
 use crate::retire::Refused;
-use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::{AtomicPtr, Ordering};
 
 /// `prev`'s bit 0: the link is on a list.
 const LINKED: usize = 1;
@@ -37,32 +37,32 @@ const LINKED: usize = 1;
 pub struct BareLink {
     /// The following member; null for the last. Under the list's lock.
     next: AtomicPtr<BareLink>,
-    /// The preceding member's address with [`LINKED`], [`LINKED`] alone for the first member,
-    /// 0 when on no list.
-    prev: AtomicUsize,
+    /// The preceding member with [`LINKED`] in its address, [`LINKED`] alone for the first
+    /// member, null when on no list.
+    prev: AtomicPtr<BareLink>,
 }
 
 impl BareLink {
     /// A link on no list.
     pub fn new() -> Self {
-        BareLink { next: AtomicPtr::new(ptr::null_mut()), prev: AtomicUsize::new(0) }
+        BareLink { next: AtomicPtr::new(ptr::null_mut()), prev: AtomicPtr::new(ptr::null_mut()) }
     }
 
     /// Whether the link is on a list (a racy snapshot unless the caller holds that list's lock).
     pub fn is_linked(&self) -> bool {
         // Relaxed: a snapshot; writers decide under their lock (and claim by compare-exchange).
-        self.prev.load(Ordering::Relaxed) & LINKED != 0
+        self.prev.load(Ordering::Relaxed).addr() & LINKED != 0
     }
 
     /// The predecessor (null for the first member).
     fn prev(&self) -> *mut BareLink {
         // Relaxed: under the list's lock.
-        (self.prev.load(Ordering::Relaxed) & !LINKED) as *mut BareLink
+        self.prev.load(Ordering::Relaxed).map_addr(|a| a & !LINKED)
     }
 
     fn set_prev(&self, prev: *mut BareLink) {
         // Relaxed: under the list's lock, on a link this list has claimed.
-        self.prev.store(prev as usize | LINKED, Ordering::Relaxed);
+        self.prev.store(prev.map_addr(|a| a | LINKED), Ordering::Relaxed);
     }
 }
 
@@ -170,8 +170,10 @@ impl<A: Adapter<Link = BareLink>> BareWriter<'_, A> {
         let tail = self.list.tail.load(Ordering::Relaxed);
         // Acquire pairs with the Release in `take` of the list the node was last on: that
         // list's last stores to the link happen before ours.
-        let claimed = (tail as usize) | LINKED;
-        if l.prev.compare_exchange(0, claimed, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        let claimed = tail.map_addr(|a| a | LINKED);
+        let unlinked = ptr::null_mut();
+        if l.prev.compare_exchange(unlinked, claimed, Ordering::Acquire, Ordering::Relaxed).is_err()
+        {
             // SAFETY: `value` came from `Arc::into_raw` above and we still own that count.
             return Err(Refused(unsafe { Arc::from_raw(value) }));
         }
@@ -234,7 +236,7 @@ impl<A: Adapter<Link = BareLink>> BareWriter<'_, A> {
         }
         l.next.store(ptr::null_mut(), Ordering::Relaxed);
         // Release: pairs with the Acquire claim of the next list the node goes on.
-        l.prev.store(0, Ordering::Release);
+        l.prev.store(ptr::null_mut(), Ordering::Release);
         // SAFETY: `stored` is what `push_back` derived from the `Arc::into_raw` pointer whose
         // count the list owned, so `value_ptr` gives that pointer back; the count is ours now.
         unsafe { Arc::from_raw(A::value_ptr(stored)) }
