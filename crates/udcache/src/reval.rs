@@ -15,12 +15,15 @@
 //!   ([`Revalidate::NeedsBlock`]). Only those two, an access miss, or no filesystem to ask
 //!   (plain `walk`) end the lockless walk: it returns [`Checked::Blocked`] (plain `walk`: a
 //!   [`Walk::Miss`] at that component), counted under its [`Reason`].
-//! - **Refreshes that would not last are skipped.** Expiries round down to a tick (16.8 ms,
-//!   see [`crate::clock`]), so a [`Revalidate::Valid`] whose timeout ends within the current
-//!   tick would file a word that is already expired. Nothing is written then (no name lock
-//!   either): the answer serves the walk that asked, and the next use asks again. A
-//!   filesystem that answers from a cache about to expire (NFS's attributes in their last
-//!   tick) would otherwise have every walk write the dentries all threads read.
+//! - **Refreshes that would change nothing are skipped.** Expiries round down to a tick
+//!   (16.8 ms, see [`crate::clock`]), so a [`Revalidate::Valid`] whose timeout ends within the
+//!   current tick would file a word that is already expired. If that word would also record
+//!   the generation the dentry has already, nothing is written (no name lock either): the
+//!   answer serves the walk that asked, and the next use asks again. A filesystem that answers
+//!   from a cache about to expire (NFS's attributes in their last tick) would otherwise have
+//!   every walk write the dentries all threads read. A new generation is still written, expired
+//!   or not: a negative revalidated after its directory changed is then asked about as expired,
+//!   not as changed (which NFS answers only with a LOOKUP).
 //! - **The blocking path** ([`Dcache::unblock`], and [`Dcache::resolve`] for a stale name) runs
 //!   with no lock held and no guard pinned while the filesystem is asked. A revalidation reads
 //!   the parent's generation first, asks with `may_block = true`, then, under the name's
@@ -219,9 +222,10 @@ impl<'a> Checks<'a> {
         cache.events.bump(Event::Revalidation);
         match fs.revalidate(dir.ino(), name, cached, false) {
             Revalidate::Valid { ttl } => {
-                let lasting = cache.lasting(ttl, stale.inode.is_none());
-                if let Some((ttl, lock)) = lasting.zip(cache.try_lock_name(dir.ino(), name)) {
-                    let was = seen(stale.inode, stale.word);
+                let was = seen(stale.inode, stale.word);
+                if let Some(ttl) = cache.refresh_ttl(ttl, was, generation)
+                    && let Some(lock) = cache.try_lock_name(dir.ino(), name)
+                {
                     cache.refresh(&lock, stale.entry, was, ttl, generation);
                 }
                 Ok(stale.inode.map_or(Lookup::Negative, Lookup::Hit))
@@ -448,13 +452,16 @@ impl Dcache {
         Ok(())
     }
 
-    /// How long a revalidated dentry is trusted after an answer "valid for `ttl`" (`None`: the
-    /// configured timeout of its polarity), if that outlasts the current tick; `None` if it does
-    /// not (see the rules: such an answer serves only the walk that asked, and nothing is
-    /// written).
-    fn lasting(&self, ttl: Option<Duration>, negative: bool) -> Option<Duration> {
-        let ttl = ttl.unwrap_or(self.timeouts.of(negative));
-        (self.ticks.expiry(ttl) > self.ticks.now()).then_some(ttl)
+    /// How long a dentry seen as `was` is trusted after an answer "valid for `ttl`" (`None`:
+    /// the configured timeout of its polarity) asked at `generation`; `None` if a refresh
+    /// would change nothing a reader acts on: the word would be expired at once and records
+    /// the generation the dentry has already (see the rules: the answer serves only the walk
+    /// that asked, and nothing is written).
+    fn refresh_ttl(&self, ttl: Option<Duration>, was: Seen, generation: u32) -> Option<Duration> {
+        let (inode, word) = was;
+        let ttl = ttl.unwrap_or(self.timeouts.of(inode.is_null()));
+        let lasts = self.ticks.expiry(ttl) > self.ticks.now();
+        (lasts || word.generation() != generation).then_some(ttl)
     }
 
     /// Refreshes a revalidated dentry if it is still as the revalidation saw it: expiry `ttl`
@@ -499,7 +506,7 @@ impl Dcache {
         self.events.bump(Event::Revalidation);
         match fs.revalidate(parent, name, cached, true) {
             Revalidate::Valid { ttl } => {
-                if let Some(ttl) = self.lasting(ttl, cached.inode.is_none()) {
+                if let Some(ttl) = self.refresh_ttl(ttl, was, generation) {
                     let names = self.lock_names((parent, name), None);
                     self.refresh(&names, &held, was, ttl, generation);
                 }
@@ -538,7 +545,7 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_ending_within_the_tick_serves_the_walk_and_writes_nothing() {
+    fn an_answer_ending_within_the_tick_writes_only_a_new_generation() {
         let clock = Arc::new(ManualClock::new());
         let second = Duration::from_secs(1);
         let t = Timeouts { entry: second, negative: second, access: second };
@@ -559,5 +566,15 @@ mod tests {
         assert!(negative(&ValidFor(Duration::ZERO)));
         assert_eq!(cache.stats().revalidations, 2, "fresh again: not asked the third time");
         assert_eq!(cache.stats().reval_fallbacks(), 0);
+        // After a change of the directory, the same short answer records the new generation
+        // (the dentry stays expired); asked again, it writes nothing.
+        cache.dir_changed(ROOT_INO, None).unwrap();
+        let changed = word();
+        assert!(negative(&ValidFor(Duration::from_millis(1))));
+        let revalidated = word();
+        assert_ne!(revalidated.generation(), changed.generation(), "the new generation");
+        assert!(negative(&ValidFor(Duration::from_millis(1))));
+        assert_eq!(word(), revalidated, "nothing more to write");
+        assert_eq!(cache.stats().revalidations, 4, "still expired: asked each time");
     }
 }
