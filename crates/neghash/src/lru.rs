@@ -82,12 +82,18 @@ impl<V: Send + Sync + 'static> Lru<V> {
 
     /// Takes `entry` off the LRU list it is on, if any (see the rules); false if none.
     fn unlink(&self, lock: &BucketLock<'_, V>, entry: &Entry<V>) -> bool {
-        if !entry.has(ON_LRU) {
+        // One load for both bits: `pop` clears them together, holding only the list's lock, so
+        // two loads could pair its `ON_LRU` with the cleared kind and pick the wrong list.
+        // Relaxed: a stale pair names the list `pop` held, whose lock (taken below) orders its
+        // unlink before our look at the link.
+        let state = entry.state.load(Ordering::Relaxed);
+        if state & ON_LRU == 0 {
             return false;
         }
-        let mut list = self.list(lock.index(), entry.has(ON_NEGATIVE_LRU)).lock();
-        // SAFETY: the two bits name the list the entry was pushed on, and no one can push it
-        // again while we hold its bucket lock; so if it is linked, it is on this list.
+        let mut list = self.list(lock.index(), state & ON_NEGATIVE_LRU != 0).lock();
+        // SAFETY: the two bits name the list the entry was pushed on (or that `pop` took it
+        // from), and no one can push it while we hold its bucket lock; so if it is linked, it
+        // is on this list, and stays off every other one during the call.
         let Some(unlinked) = (unsafe { list.remove(entry) }) else { return false };
         entry.state.fetch_and(!(ON_LRU | ON_NEGATIVE_LRU), Ordering::Relaxed);
         drop(list);
@@ -104,8 +110,10 @@ impl<V: Send + Sync + 'static> Lru<V> {
 
     /// Moves `entry` to the LRU of its kind after a flip of `NEGATIVE`, if it is on an LRU.
     pub(crate) fn refile(&self, lock: &BucketLock<'_, V>, entry: &Arc<Entry<V>>) {
-        let negative = entry.has(NEGATIVE);
-        if entry.has(ON_LRU) && entry.has(ON_NEGATIVE_LRU) != negative && self.unlink(lock, entry) {
+        // Relaxed: a filter; `unlink` decides on its own load (see there).
+        let state = entry.state.load(Ordering::Relaxed);
+        let (negative, on_negative) = (state & NEGATIVE != 0, state & ON_NEGATIVE_LRU != 0);
+        if state & ON_LRU != 0 && on_negative != negative && self.unlink(lock, entry) {
             let pushed = self.push(lock, entry, negative);
             debug_assert!(pushed, "an entry just taken off an LRU list was on another");
         }

@@ -74,3 +74,26 @@ fn read_value_is_never_torn() {
         reader.join().unwrap();
     });
 }
+
+/// An unused negative entry taken out of the table by its holder while `shrink` pops it off its
+/// LRU list: whichever gets there first takes it off the list, the other finds it gone, and
+/// the LRU and the counts agree afterwards. (The remover picks the list from the entry's LRU
+/// bits, which `pop` clears holding only the list's lock.)
+#[test]
+fn remove_vs_shrink_of_one_lru_entry() {
+    model().check(|| {
+        let table = std::sync::Arc::new(NegHash::<u32>::new(Config::with_buckets(1)));
+        drop(table.insert(0, b"miss", true, 0).unwrap());
+        drop(table.insert(0, b"hit", false, 1).unwrap());
+        let shrinker = {
+            let table = table.clone();
+            loom::thread::spawn(move || table.shrink_negative(1))
+        };
+        let removed = table.get(0, b"miss").is_some_and(|held| held.remove());
+        let shrunk = shrinker.join().unwrap();
+        assert!(removed || shrunk == 1, "the entry went one way or the other");
+        let s = table.stats();
+        assert_eq!((s.entries, s.negative, s.unused), (1, 0, 1), "only `hit` is left");
+        table.verify().unwrap();
+    });
+}

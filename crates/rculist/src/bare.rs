@@ -199,8 +199,8 @@ impl<A: Adapter<Link = BareLink>> BareWriter<'_, A> {
     ///
     /// # Safety
     ///
-    /// If `node` is on a list, that list is this one (see the module rules: a link does not
-    /// record which list it is on).
+    /// If `node` is on a list, that list is this one, and no writer of another list links it
+    /// during the call (see the module rules: a link does not record which list it is on).
     pub unsafe fn remove(&mut self, node: &A::Value) -> Option<Arc<A::Value>> {
         // SAFETY: `node` is a live reference.
         let link = unsafe { A::link_ptr(node) }.cast_mut();

@@ -468,6 +468,18 @@ fn a_zero_timeout_is_asked_once_per_walk_and_the_walk_ends() {
 }
 
 #[test]
+fn a_zero_timeout_after_a_dir_change_still_ends_the_walk() {
+    let (cache, fs) = zero_timeout_tree();
+    cache.add_negative(DIR, b"nope").unwrap();
+    cache.dir_changed(DIR, None).unwrap();
+    // The blocking answers last no tick, but they carry the new generation; written, they let
+    // the walk that asked use them (a skipped write would leave it asking for ever).
+    assert_eq!(resolve_path(&cache, &fs, None, "d/f").0, End::Found(3));
+    assert_eq!(resolve_path(&cache, &fs, None, "d/nope").0, End::Negative);
+    assert_eq!(fs.lookups.load(Ordering::Relaxed), 0);
+}
+
+#[test]
 fn a_settled_answer_is_not_used_after_the_name_or_its_directory_changes() {
     let (cache, fs) = zero_timeout_tree();
     cache.set_entry_timeout(ROOT_INO, b"d", Duration::MAX).unwrap();
