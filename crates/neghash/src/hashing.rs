@@ -1,20 +1,29 @@
-//! How a table hashes `(parent, name)`: keyed SipHash-1-3, or a keyed folded multiply for keys
-//! an adversary cannot choose.
+//! How a table hashes `(parent, name)`: the name by keyed SipHash-1-3 (or, for keys an
+//! adversary cannot choose, a keyed folded multiply), then the parent mixed in by one keyed
+//! multiply.
 //!
-//! - [`KeyHash::SipHash13`] (the default): std's SipHash-1-3 under the table's random keys, a
-//!   keyed pseudo-random function. Names come from users (a flood of 000's kind is a user
-//!   creating names), so without the keys nobody can compute offline a set of names that
-//!   share a bucket. About 20 ns for a short name.
-//! - [`KeyHash::FoldedMultiply`]: 64×64→128-bit multiplies folded to 64 bits, one per 8 bytes
-//!   of input, under two random per-table words. A few nanoseconds, and it spreads sequential
-//!   and strided integers well, but it is not a pseudo-random function: someone who sees
-//!   enough bucket choices could work towards collisions. For keys the table's owner assigns —
-//!   udcache's inode table is keyed by inode number, which the filesystem chooses — where it
-//!   saves a SipHash on every lookup by number.
+//! - **Two steps.** The name's hash ([`NameHash`]) does not depend on the parent; the parent
+//!   joins it afterwards in one 64×64→128-bit multiply folded to 64 bits. A path walk knows
+//!   a component's name long before it knows its parent (the previous component's lookup), so
+//!   it hashes the next name while the current lookup waits on memory
+//!   ([`NegHash::name_hash`](crate::NegHash::name_hash) and
+//!   [`lookup_hashed`](crate::NegHash::lookup_hashed)): what remains on the walk's chain of
+//!   dependent steps is the multiply, not the ~20 ns of a SipHash.
+//! - [`KeyHash::SipHash13`] (the default): std's SipHash-1-3 of the name under the table's
+//!   random keys, a keyed pseudo-random function. Names come from users (a flood of 000's
+//!   kind is a user creating names), so without the keys nobody can compute offline a set of
+//!   names that share a bucket in a directory: for one parent the mix is a fixed function of
+//!   an unpredictable hash. Across directories, one name's hashes differ by the parents'
+//!   keyed multiplies, which an attacker cannot evaluate without the keys either.
+//! - [`KeyHash::FoldedMultiply`]: the name too goes through keyed folded multiplies, one per
+//!   8 bytes. A few nanoseconds, and it spreads sequential and strided integers well, but it
+//!   is not a pseudo-random function: someone who sees enough bucket choices could work
+//!   towards collisions. For keys the table's owner assigns — udcache's inode table is keyed
+//!   by inode number, which the filesystem chooses — where it saves a SipHash on every lookup
+//!   by number.
 //!
-//! Either way the input is the parent's 8 bytes and then the name, without a length prefix:
-//! the parent has a fixed width and the name is the rest, so two keys never give the same
-//! input, and both hashes mix in the length.
+//! Both hashes mix in the name's length, and the parent has a fixed width, so two different
+//! keys never feed the same input.
 
 use std::hash::{BuildHasher, Hasher};
 
@@ -23,18 +32,26 @@ use crate::sync::Seeded;
 /// The hash function of a table (see the [module docs](self)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum KeyHash {
-    /// Keyed SipHash-1-3: for keys anyone may choose (names). The default.
+    /// Keyed SipHash-1-3 of the name, the parent mixed in by a keyed multiply: for keys
+    /// anyone may choose (names). The default.
     #[default]
     SipHash13,
-    /// Keyed folded multiply: several times faster, for keys the table's owner assigns.
+    /// Keyed folded multiplies for the name too: several times faster, for keys the table's
+    /// owner assigns.
     FoldedMultiply,
 }
+
+/// The hash of a name under one table's keys, before the parent is mixed in (see the
+/// [module docs](self)): made by [`NegHash::name_hash`](crate::NegHash::name_hash), used by
+/// [`NegHash::lookup_hashed`](crate::NegHash::lookup_hashed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NameHash(u64);
 
 /// A table's hash function with its random keys.
 pub(crate) struct KeyHasher {
     kind: KeyHash,
     sip: Seeded,
-    /// The folded multiply's keys; the second is odd, so no step multiplies by zero.
+    /// The folded multiplies' keys; the second is odd, so no step multiplies by zero.
     fold: [u64; 2],
 }
 
@@ -45,31 +62,44 @@ impl KeyHasher {
         KeyHasher { kind, sip, fold }
     }
 
-    /// The 64-bit hash of `(parent, name)`.
+    /// The hash of `name` alone.
     #[inline]
-    pub(crate) fn hash(&self, parent: u64, name: &[u8]) -> u64 {
-        match self.kind {
+    pub(crate) fn name(&self, name: &[u8]) -> NameHash {
+        NameHash(match self.kind {
             KeyHash::SipHash13 => {
                 let mut h = self.sip.build_hasher();
-                h.write_u64(parent);
                 h.write(name);
                 h.finish()
             }
-            KeyHash::FoldedMultiply => folded(self.fold, parent, name),
-        }
+            KeyHash::FoldedMultiply => folded(self.fold, name),
+        })
+    }
+
+    /// The 64-bit hash of `(parent, name)` given the name's hash: one keyed multiply.
+    #[inline]
+    pub(crate) fn with_parent(&self, name: NameHash, parent: u64) -> u64 {
+        let [k0, k1] = self.fold;
+        fold(name.0 ^ fold(parent ^ k0, k1), k1)
+    }
+
+    /// The 64-bit hash of `(parent, name)` in one call.
+    #[cfg(test)]
+    fn hash(&self, parent: u64, name: &[u8]) -> u64 {
+        self.with_parent(self.name(name), parent)
     }
 }
 
 /// The product of `a` and `b` as 128 bits, its halves xor-ed.
+#[inline]
 fn fold(a: u64, b: u64) -> u64 {
     let m = u128::from(a) * u128::from(b);
     (m as u64) ^ ((m >> 64) as u64)
 }
 
-/// The folded-multiply hash: the parent, each 8 bytes of the name (the last zero-padded), and
-/// the length, each mixed into the state by one multiply under the keys.
-fn folded([k0, k1]: [u64; 2], parent: u64, name: &[u8]) -> u64 {
-    let mut h = fold(parent ^ k0, k1);
+/// The folded-multiply hash of a name: each 8 bytes (the last zero-padded) and the length,
+/// each mixed into the state by one multiply under the keys.
+fn folded([k0, k1]: [u64; 2], name: &[u8]) -> u64 {
+    let mut h = k0;
     let mut words = name.chunks_exact(8);
     for w in &mut words {
         h = fold(h ^ u64::from_le_bytes(w.try_into().expect("8 bytes")), k1);
@@ -106,19 +136,47 @@ mod tests {
         }
     }
 
+    /// The fullest of 4,096 buckets (picked by the high half, as the table does) after
+    /// hashing 65,536 keys: 16 per bucket on average; a fair spread stays far below 64.
+    fn fullest_bucket(hashes: impl Iterator<Item = u64>) -> u32 {
+        let mut load = vec![0u32; 4096];
+        for h in hashes {
+            load[((h >> 32) & 4095) as usize] += 1;
+        }
+        *load.iter().max().unwrap()
+    }
+
     #[test]
     fn sequential_and_strided_numbers_spread_over_the_buckets() {
         let h = KeyHasher::new(KeyHash::FoldedMultiply);
-        // 65,536 numbers into 4,096 buckets by the high half, as the table picks them: 16 per
-        // bucket on average; a fair spread keeps the fullest bucket far below 64.
         for stride in [1u64, 2, 4096, 1 << 32] {
-            let mut load = vec![0u32; 4096];
-            for i in 0..65_536u64 {
-                let ino = (i * stride).to_le_bytes();
-                load[((h.hash(0, &ino) >> 32) & 4095) as usize] += 1;
-            }
-            let max = *load.iter().max().unwrap();
+            let max =
+                fullest_bucket((0..65_536u64).map(|i| h.hash(0, &(i * stride).to_le_bytes())));
             assert!(max < 64, "stride {stride}: a bucket got {max}");
+        }
+    }
+
+    #[test]
+    fn one_name_in_many_directories_spreads_over_the_buckets() {
+        // The parent is mixed in after the name's hash: the same name under sequential or
+        // strided directory numbers must still land all over the table.
+        for kind in [KeyHash::SipHash13, KeyHash::FoldedMultiply] {
+            let h = KeyHasher::new(kind);
+            let name = h.name(b"Makefile");
+            for stride in [1u64, 2, 4096, 1 << 32] {
+                let max = fullest_bucket((0..65_536u64).map(|p| h.with_parent(name, p * stride)));
+                assert!(max < 64, "{kind:?}, stride {stride}: a bucket got {max}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_hash_made_ahead_is_the_hash_made_at_once() {
+        for kind in [KeyHash::SipHash13, KeyHash::FoldedMultiply] {
+            let h = KeyHasher::new(kind);
+            let ahead = h.name(b"component");
+            assert_eq!(h.with_parent(ahead, 42), h.hash(42, b"component"), "{kind:?}");
+            assert_ne!(h.with_parent(ahead, 42), h.with_parent(ahead, 43), "{kind:?}");
         }
     }
 }

@@ -16,10 +16,12 @@
 //!
 //! - Entries keyed by `(parent id, name bytes)` sit on intrusive hash chains
 //!   ([`udcache_rculist::HListBl`]: one word per bucket, the writer lock in its low bit).
-//! - **Lookups** are lock-free under a crossbeam-epoch guard: SipHash-1-3 of the key with
+//! - **Lookups** are lock-free under a crossbeam-epoch guard: SipHash-1-3 of the name with
 //!   per-table random keys (std's `RandomState`: no one can compute colliding names offline;
-//!   it costs ~15 ns on a short name, paid once per lookup; a table whose keys its owner
-//!   assigns may choose a keyed folded multiply instead: [`KeyHash`]), then the bucket's head
+//!   it costs ~15 ns on a short name; a table whose keys its owner assigns may choose a keyed
+//!   folded multiply instead: [`KeyHash`]) and the parent mixed in by a keyed multiply — a
+//!   path walk hashes each name before it knows the parent ([`NegHash::name_hash`]) — then
+//!   the bucket's head
 //!   word, whose summary bits answer most misses alone, then a chain walk comparing hash
 //!   and length as one word before the parent and the bytes. A hit writes nothing shared
 //!   except the referenced bit, and only when it is clear.
@@ -77,7 +79,7 @@ mod table;
 pub mod trim;
 
 pub use entry::Entry;
-pub use hashing::KeyHash;
+pub use hashing::{KeyHash, NameHash};
 pub use name::INLINE_NAME;
 pub use stats::Stats;
 pub use table::{Config, Held, NegHash, Shape};

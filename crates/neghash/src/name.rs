@@ -30,6 +30,7 @@ impl NameBuf {
     /// # Safety
     ///
     /// `len` is the length this buffer was made with.
+    #[inline]
     pub(crate) unsafe fn get(&self, len: usize) -> &[u8] {
         if len <= INLINE_NAME {
             // SAFETY: made by `new` with this length: the inline half is live.

@@ -42,7 +42,7 @@ use udcache_rculist::head::SUMMARY_BITS;
 use udcache_rculist::{HListBl, HListWriter};
 
 use crate::entry::{ChainAdapter, Entry, NEGATIVE, ON_LRU, REFERENCED, UNHASHED, WORKINGSET};
-use crate::hashing::{KeyHash, KeyHasher};
+use crate::hashing::{KeyHash, KeyHasher, NameHash};
 use crate::lru::Lru;
 use crate::stats::{C, Counters, Stats};
 use crate::sync::{AtomicU32, Ordering};
@@ -215,7 +215,13 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// `(key word, bucket)` of `(parent, name)`: its hash under this table's random keys
     /// (see [`crate::hashing`]).
     fn locate(&self, parent: u64, name: &[u8]) -> (u64, usize) {
-        let h = self.hasher.hash(parent, name);
+        self.locate_hashed(parent, name, self.hasher.name(name))
+    }
+
+    /// [`locate`](Self::locate) given the name's hash.
+    #[inline]
+    fn locate_hashed(&self, parent: u64, name: &[u8], hash: NameHash) -> (u64, usize) {
+        let h = self.hasher.with_parent(hash, parent);
         let key = (h << 32) | name.len() as u64;
         (key, (h >> 32) as usize & (self.buckets.len() - 1))
     }
@@ -269,7 +275,44 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         parent: u64,
         name: &[u8],
     ) -> Option<&'g Entry<V>> {
-        let (key, b) = self.locate(parent, name);
+        self.lookup_hashed(guard, parent, name, self.name_hash(name))
+    }
+
+    /// The hash of `name` under this table's keys, before any parent is mixed in, for
+    /// [`lookup_hashed`](Self::lookup_hashed). A path walk hashes its next component with it
+    /// while the current component's lookup waits on memory, since the parent it needs is
+    /// that lookup's answer (see [`hashing`](crate::hashing)).
+    ///
+    /// ```
+    /// use udcache_neghash::{Config, NegHash, epoch};
+    /// let table = NegHash::new(Config::for_entries(16));
+    /// drop(table.insert(1, b"a", false, 2u64));
+    /// drop(table.insert(2, b"b", false, 3u64));
+    /// // Both names hashed up front; each parent comes from the step before.
+    /// let hashes = [table.name_hash(b"a"), table.name_hash(b"b")];
+    /// let guard = epoch::pin();
+    /// let mut at = 1;
+    /// for (name, hash) in [&b"a"[..], b"b"].into_iter().zip(hashes) {
+    ///     at = *table.lookup_hashed(&guard, at, name, hash).unwrap().value();
+    /// }
+    /// assert_eq!(at, 3);
+    /// ```
+    #[inline]
+    pub fn name_hash(&self, name: &[u8]) -> NameHash {
+        self.hasher.name(name)
+    }
+
+    /// [`lookup`](Self::lookup) with `name`'s hash made earlier by this table's
+    /// [`name_hash`](Self::name_hash). A hash of another name, or made by another table, can
+    /// only turn a hit into a miss: entries are still compared by parent and bytes.
+    pub fn lookup_hashed<'g>(
+        &'g self,
+        guard: &'g Guard,
+        parent: u64,
+        name: &[u8],
+        hash: NameHash,
+    ) -> Option<&'g Entry<V>> {
+        let (key, b) = self.locate_hashed(parent, name, hash);
         let hit = self.buckets[b]
             .find_summarised(guard, summary_bit(key), |e| e.matches(key, parent, name))?;
         hit.touch();

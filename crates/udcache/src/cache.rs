@@ -43,7 +43,7 @@ use std::time::Duration;
 use udcache_gp::GpPool;
 use udcache_readdir::ReaddirCache;
 
-use udcache_neghash::{Held, KeyHash, NegHash, epoch, epoch::Guard};
+use udcache_neghash::{Held, KeyHash, NameHash, NegHash, epoch, epoch::Guard};
 
 use crate::attr::Attr;
 use crate::clock::{Clock, CoarseClock, Ticks};
@@ -314,23 +314,28 @@ impl Dcache {
     /// `lookup` of a name already validated.
     pub(crate) fn fresh<'g>(&'g self, guard: &'g Guard, parent: u64, name: &[u8]) -> Lookup<'g> {
         let dir_gen = || self.inode(guard, parent).map_or(0, Inode::dir_gen);
-        self.checked(guard, parent, name, dir_gen, || self.ticks.now())
-            .map_or(Lookup::Miss, Lookup::from)
+        self.checked(guard, parent, (name, self.names.name_hash(name)), dir_gen, || {
+            self.ticks.now()
+        })
+        .map_or(Lookup::Miss, Lookup::from)
     }
 
     /// `lookup` of a name already validated, trusting only a fresh dentry; a stale one is
     /// returned as `Err` with what a revalidation needs. `dir_gen` (the parent's generation)
-    /// is asked only for a negative dentry, `now` only for a finite expiry.
+    /// is asked only for a negative dentry, `now` only for a finite expiry. `hash` is the
+    /// name's hash in the name table, made by the caller (a walk makes it a step ahead).
     #[inline]
     pub(crate) fn checked<'g>(
         &'g self,
         guard: &'g Guard,
         parent: u64,
-        name: &[u8],
+        (name, hash): (&[u8], NameHash),
         dir_gen: impl FnOnce() -> u32,
         now: impl FnOnce() -> u32,
     ) -> Result<Found<'g>, Stale<'g>> {
-        let Some(entry) = self.names.lookup(guard, parent, name) else { return Ok(Found::Miss) };
+        let Some(entry) = self.names.lookup_hashed(guard, parent, name, hash) else {
+            return Ok(Found::Miss);
+        };
         // Both at one instant: the dentry's sequence count (see `dentry.rs`).
         let (child, word) = entry.snapshot(guard);
         match word.check(child.is_none(), dir_gen, now) {

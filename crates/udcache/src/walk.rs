@@ -9,6 +9,10 @@
 //!   the sequence again: unchanged, the result stands; changed, the walk is done again holding
 //!   the rename lock (no section can open then), which is counted in
 //!   [`Stats::walk_fallbacks`](crate::Stats::walk_fallbacks).
+//! - Each component's name is hashed one step ahead ([`udcache_neghash::NegHash::name_hash`]):
+//!   its hash does not depend on the directory it will be looked up in, so it is computed
+//!   while the previous component's lookup waits on memory, and only the parent's keyed
+//!   multiply follows that lookup's answer.
 //! - What the caller may rely on: a [`Walk::Found`] inode is what the path named at one
 //!   instant during the call; [`Walk::Negative`] and [`Walk::Miss`] likewise describe one
 //!   instant. A walk never blocks except in the fallback. A dentry that is no longer trusted
@@ -191,7 +195,13 @@ impl Dcache {
         // Each step's number and type come from the dentry that led to it (see `dentry.rs`): a
         // step loads the inode itself only to check access, or for `..` and stale dentries.
         let mut cur = Named::of(root);
-        for (at, name) in components(path) {
+        let mut steps =
+            components(path).map(|(at, name)| (at, name, self.names.name_hash(name))).peekable();
+        while let Some((at, name, hash)) = steps.next() {
+            // Hash the next name now: it does not depend on this step's answer (the parent it
+            // will be looked up in), so it overlaps this step's wait on memory instead of
+            // following it (see `udcache_neghash::hashing`).
+            steps.peek();
             match cur.kind {
                 FileType::Directory => {}
                 FileType::Symlink => {
@@ -206,7 +216,13 @@ impl Dcache {
             let found = match name {
                 b"." => Found::Hit(cur),
                 b".." => self.inode(guard, dir.parent()).map_or(Lookup::Miss, Lookup::Hit).into(),
-                _ => match self.checked(guard, cur.ino, name, || dir.dir_gen(), || checks.now()) {
+                _ => match self.checked(
+                    guard,
+                    cur.ino,
+                    (name, hash),
+                    || dir.dir_gen(),
+                    || checks.now(),
+                ) {
                     Ok(found) => found,
                     Err(stale) => match checks.revalidate(self, dir, name, at, stale) {
                         Ok(found) => found.into(),

@@ -11,8 +11,12 @@
 //!   server, one lookup of `(parent ino, name)` per component; papaya pins once per walk (as
 //!   udcache does), the locked maps lock once per component (one FUSE LOOKUP each).
 //!
-//! Every map hashes with std's `RandomState` (SipHash-1-3, the hasher udcache's table uses) and
-//! is queried with a borrowed `(parent, &name)` view, so no variant copies or allocates a key.
+//! Every map hashes with std's `RandomState` (SipHash-1-3) and is queried with a borrowed
+//! `(parent, &name)` view, so no variant copies or allocates a key. udcache's name table runs
+//! the same SipHash-1-3 on each name and mixes in the parent with one keyed multiply, and its
+//! walk hashes the next name while the current lookup waits on memory: the same hashing work,
+//! but off the chain of dependent steps, where a map of `(parent, name)` keys cannot take it
+//! (its hash needs the parent, the previous step's answer).
 //! Each variant runs with 1 and 2 threads, all ten interleaved round by round; each thread does
 //! the same number of walks over its own random order.
 //!

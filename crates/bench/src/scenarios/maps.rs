@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 /// The baselines' names, in the order scenarios report them.
 pub(super) const BASELINES: [&str; 4] = ["papaya", "dashmap", "rwlock", "mutex"];
 
-/// A baseline map to `u64`, hashed with std's `RandomState` (SipHash-1-3, what udcache's
-/// tables use): `papaya`, `dashmap`, `rwlock` (`RwLock<HashMap>`) or `mutex`
+/// A baseline map to `u64`, hashed with std's `RandomState` (SipHash-1-3, what udcache's name
+/// table runs on each name before it mixes in the parent with one multiply): `papaya`, `dashmap`, `rwlock` (`RwLock<HashMap>`) or `mutex`
 /// (`Mutex<HashMap>`, the single lock of libfuse's high-level node table).
 pub(super) enum Baseline<K> {
     Papaya(papaya::HashMap<K, u64, RandomState>),
