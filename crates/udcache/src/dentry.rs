@@ -279,7 +279,8 @@ impl DentryWrites for DentryEntry {
     }
 }
 
-/// Takes over the count a slot held on `p` (if not null). Readers may still be using the
+/// Takes over the count a slot held through its word `p` (if not null): the inode's pointer
+/// with its file type in the low bits, as [`tagged`] made it. Readers may still be using the
 /// inode: dropping the count is safe anyway (see the module rules).
 fn retire(p: *mut Inode) -> Option<InodeRef> {
     let (p, _) = untagged(p);
