@@ -1,14 +1,15 @@
 //! How a table hashes `(parent, name)`: the name by keyed SipHash-1-3 (or, for keys an
-//! adversary cannot choose, a keyed folded multiply), then the parent mixed in by one keyed
-//! multiply.
+//! adversary cannot choose, keyed folded multiplies), then the parent mixed in by two keyed
+//! multiplies.
 //!
 //! - **Two steps.** The name's hash ([`NameHash`]) does not depend on the parent; the parent
-//!   joins it afterwards in one 64×64→128-bit multiply folded to 64 bits. A path walk knows
+//!   joins it afterwards: a keyed 64×64→128-bit multiply of the parent, folded to 64 bits,
+//!   xor-ed into the name's hash, and one more such multiply of the two. A path walk knows
 //!   a component's name long before it knows its parent (the previous component's lookup), so
 //!   it hashes the next name while the current lookup waits on memory
 //!   ([`NegHash::name_hash`](crate::NegHash::name_hash) and
 //!   [`lookup_hashed`](crate::NegHash::lookup_hashed)): what remains on the walk's chain of
-//!   dependent steps is the multiply, not the ~20 ns of a SipHash.
+//!   dependent steps is two multiplies, not the ~20 ns of a SipHash.
 //! - [`KeyHash::SipHash13`] (the default): std's SipHash-1-3 of the name under the table's
 //!   random keys, a keyed pseudo-random function. Names come from users (a flood of 000's
 //!   kind is a user creating names), so without the keys nobody can compute offline a set of
@@ -32,7 +33,7 @@ use crate::sync::Seeded;
 /// The hash function of a table (see the [module docs](self)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum KeyHash {
-    /// Keyed SipHash-1-3 of the name, the parent mixed in by a keyed multiply: for keys
+    /// Keyed SipHash-1-3 of the name, the parent mixed in by keyed multiplies: for keys
     /// anyone may choose (names). The default.
     #[default]
     SipHash13,
@@ -75,7 +76,7 @@ impl KeyHasher {
         })
     }
 
-    /// The 64-bit hash of `(parent, name)` given the name's hash: one keyed multiply.
+    /// The 64-bit hash of `(parent, name)` given the name's hash: two keyed multiplies.
     #[inline]
     pub(crate) fn with_parent(&self, name: NameHash, parent: u64) -> u64 {
         let [k0, k1] = self.fold;

@@ -19,7 +19,7 @@
 //! - **Lookups** are lock-free under a crossbeam-epoch guard: SipHash-1-3 of the name with
 //!   per-table random keys (std's `RandomState`: no one can compute colliding names offline;
 //!   it costs ~15 ns on a short name; a table whose keys its owner assigns may choose a keyed
-//!   folded multiply instead: [`KeyHash`]) and the parent mixed in by a keyed multiply — a
+//!   folded multiply instead: [`KeyHash`]) and the parent mixed in by keyed multiplies — a
 //!   path walk hashes each name before it knows the parent ([`NegHash::name_hash`]) — then
 //!   the bucket's head
 //!   word, whose summary bits answer most misses alone, then a chain walk comparing hash

@@ -17,7 +17,7 @@
 //!
 //! Every map hashes with std's `RandomState` (SipHash-1-3) and is queried with a borrowed
 //! `(parent, &name)` view, so no variant copies or allocates a key. udcache's name table runs
-//! the same SipHash-1-3 on each name and mixes in the parent with one keyed multiply, and its
+//! the same SipHash-1-3 on each name and mixes in the parent with two keyed multiplies, and its
 //! walk hashes the next name while the current lookup waits on memory: the same hashing work,
 //! but off the chain of dependent steps, where a map of `(parent, name)` keys cannot take it
 //! (its hash needs the parent, the previous step's answer).

@@ -1,8 +1,9 @@
 //! `map-lookup`: hit throughput of `NegHash` lookups against the usual concurrent maps.
 //!
 //! The same keys (parent id, 16-byte name) in every map, all hashed with std's `RandomState`
-//! (SipHash-1-3, which `NegHash` runs on the name before one multiply mixes in the parent); each lookup pins (NegHash, papaya) or locks (the others)
-//! on its own, as a single name lookup would. Variants: `neghash`, `papaya`, `dashmap`,
+//! (SipHash-1-3, which `NegHash` runs on the name before keyed multiplies mix in the parent);
+//! each lookup pins (NegHash, papaya) or locks (the others) on its own, as a single name
+//! lookup would. Variants: `neghash`, `papaya`, `dashmap`,
 //! `rwlock` (`RwLock<HashMap>`), `mutex` (`Mutex<HashMap>`), each at 1 and 2 threads,
 //! interleaved round by round. 100,000 keys (`--quick`: 20,000), random order. `NegHash` is
 //! sized by `Config::for_entries`, at most one key per bucket: the load the open-addressing

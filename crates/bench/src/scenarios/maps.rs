@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 pub(super) const BASELINES: [&str; 4] = ["papaya", "dashmap", "rwlock", "mutex"];
 
 /// A baseline map to `u64`, hashed with std's `RandomState` (SipHash-1-3, what udcache's name
-/// table runs on each name before it mixes in the parent with one multiply): `papaya`, `dashmap`, `rwlock` (`RwLock<HashMap>`) or `mutex`
-/// (`Mutex<HashMap>`, the single lock of libfuse's high-level node table).
+/// table runs on each name before keyed multiplies mix in the parent): `papaya`, `dashmap`,
+/// `rwlock` (`RwLock<HashMap>`) or `mutex` (`Mutex<HashMap>`, the single lock of libfuse's
+/// high-level node table).
 pub(super) enum Baseline<K> {
     Papaya(papaya::HashMap<K, u64, RandomState>),
     DashMap(dashmap::DashMap<K, u64, RandomState>),
