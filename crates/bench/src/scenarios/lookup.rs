@@ -9,11 +9,7 @@
 //! - `papaya`, `dashmap`, `rwlock` (`RwLock<HashMap>`), `mutex` (`Mutex<HashMap>`, the single
 //!   lock of libfuse's high-level node table): the same walk done as the kernel asks a FUSE
 //!   server, one lookup of `(parent ino, name)` per component; papaya pins once per walk (as
-//!   udcache does), the locked maps lock once per component (one FUSE LOOKUP each);
-//! - `neghash`: the same walk on a bare [`NegHash`] (udcache's name table without the cache
-//!   around it: no inodes, no validity, no rename sequence), one `lookup` per component under
-//!   one pin. A diagnostic: it splits udcache's distance from papaya into the table's share
-//!   and the cache's.
+//!   udcache does), the locked maps lock once per component (one FUSE LOOKUP each).
 //!
 //! Every map hashes with std's `RandomState` (SipHash-1-3) and is queried with a borrowed
 //! `(parent, &name)` view, so no variant copies or allocates a key. udcache's name table runs
@@ -21,14 +17,13 @@
 //! walk hashes the next name while the current lookup waits on memory: the same hashing work,
 //! but off the chain of dependent steps, where a map of `(parent, name)` keys cannot take it
 //! (its hash needs the parent, the previous step's answer).
-//! Each variant runs with 1 and 2 threads, all twelve interleaved round by round; each thread
-//! does the same number of walks over its own random order.
+//! Each variant runs with 1 and 2 threads, all ten interleaved round by round; each thread does
+//! the same number of walks over its own random order.
 //!
 //! Summary fields: `ns_per_component` (udcache, 1 thread: wall time per component),
 //! `ratio_vs_papaya_1t` (udcache's ns per component over papaya's, 1 thread: ≤ 1.0 means
 //! udcache is at least as fast), `scaling_2t` (udcache's throughput with 2 threads over
-//! 1 thread), `scaling_2t_mutex` (the same for `Mutex<HashMap>`),
-//! `ratio_neghash_vs_papaya_1t` (the bare table's ns per component over papaya's), plus
+//! 1 thread), `scaling_2t_mutex` (the same for `Mutex<HashMap>`), plus
 //! `ns_per_component_<variant>_<threads>t` for every variant.
 
 use std::borrow::Borrow;
@@ -36,7 +31,6 @@ use std::hash::{Hash, Hasher};
 use std::hint::black_box;
 
 use udcache::{Config, Dcache, FileType, InodeSpec, ROOT_INO, Walk, epoch};
-use udcache_neghash::NegHash;
 
 use super::maps::{BASELINES, Baseline, on_threads, random_orders};
 use crate::Options;
@@ -97,7 +91,6 @@ impl<'a> Borrow<dyn KeyView + 'a> for Key {
 /// One variant's cached tree.
 enum Tree {
     Udcache(Box<Dcache>),
-    NegHash(Box<NegHash<u64>>),
     Baseline(Baseline<Key>),
 }
 
@@ -149,13 +142,6 @@ fn build(variant: &str, entries: &[(u64, String, u64, bool)]) -> Tree {
             }
             Tree::Udcache(Box::new(cache))
         }
-        "neghash" => {
-            let table = NegHash::new(udcache_neghash::Config::for_entries(entries.len()));
-            for (parent, n, ino, _) in entries {
-                drop(table.insert(*parent, n.as_bytes(), false, *ino).unwrap());
-            }
-            Tree::NegHash(Box::new(table))
-        }
         _ => Tree::Baseline(Baseline::build(variant, pairs)),
     }
 }
@@ -182,13 +168,6 @@ fn walks(tree: &Tree, paths: &[String], order: &[u32]) -> u64 {
                     Ok(Walk::Found(inode)) => inode.ino(),
                     other => panic!("{path}: {other:?}"),
                 }
-            }
-            Tree::NegHash(t) => {
-                let guard = epoch::pin();
-                walk_by_component(path, |k| {
-                    let (parent, name) = k.parts();
-                    t.lookup(&guard, parent, name).map(|e| *e.value())
-                })
             }
             // One pin per walk, as udcache's walk.
             Tree::Baseline(Baseline::Papaya(m)) => {
@@ -218,7 +197,7 @@ pub fn run(opts: &Options) -> Report {
     let paths: Vec<String> = (0..leaves).map(leaf_path).collect();
     let orders = random_orders(0x2545_f491_4f6c_dd1d, leaves, per_thread);
     let entries = tree_entries();
-    let variants: Vec<&str> = ["udcache"].into_iter().chain(BASELINES).chain(["neghash"]).collect();
+    let variants: Vec<&str> = ["udcache"].into_iter().chain(BASELINES).collect();
     let trees: Vec<Tree> = variants.iter().map(|v| build(v, &entries)).collect();
     // Every variant resolves the same leaves to the same inos.
     let check: Vec<u64> = trees.iter().map(|t| walks(t, &paths, &orders[0][..1000])).collect();
@@ -237,14 +216,11 @@ pub fn run(opts: &Options) -> Report {
 
     let mut report = Report::new("lookup");
     // Throughput is 1/ns, so 2-thread over 1-thread throughput is ns_1t / ns_2t.
-    let at = |v: &str| variants.iter().position(|&x| x == v).expect("a variant");
-    let (udc, papaya, mutex, neghash) = (at("udcache"), at("papaya"), at("mutex"), at("neghash"));
     let mut summary = Row::new()
-        .with("ns_per_component", one[udc])
-        .with("ratio_vs_papaya_1t", one[udc] / one[papaya])
-        .with("scaling_2t", one[udc] / two[udc])
-        .with("scaling_2t_mutex", one[mutex] / two[mutex])
-        .with("ratio_neghash_vs_papaya_1t", one[neghash] / one[papaya]);
+        .with("ns_per_component", one[0])
+        .with("ratio_vs_papaya_1t", one[0] / one[1])
+        .with("scaling_2t", one[0] / two[0])
+        .with("scaling_2t_mutex", one[4] / two[4]);
     for (i, v) in variants.iter().enumerate() {
         report.row(
             Row::new()
@@ -252,7 +228,7 @@ pub fn run(opts: &Options) -> Report {
                 .with("ns_per_component_1t", one[i])
                 .with("ns_per_component_2t", two[i])
                 .with("scaling_2t", one[i] / two[i])
-                .with("ratio_vs_udcache_1t", one[i] / one[udc]),
+                .with("ratio_vs_udcache_1t", one[i] / one[0]),
         );
         summary = summary
             .with(&format!("ns_per_component_{v}_1t"), one[i])
