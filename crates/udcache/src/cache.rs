@@ -314,10 +314,9 @@ impl Dcache {
     /// `lookup` of a name already validated.
     pub(crate) fn fresh<'g>(&'g self, guard: &'g Guard, parent: u64, name: &[u8]) -> Lookup<'g> {
         let dir_gen = || self.inode(guard, parent).map_or(0, Inode::dir_gen);
-        self.checked(guard, parent, (name, self.names.name_hash(name)), dir_gen, || {
-            self.ticks.now()
-        })
-        .map_or(Lookup::Miss, Lookup::from)
+        let hash = self.names.name_hash(name);
+        self.checked(guard, parent, (name, hash), dir_gen, || self.ticks.now())
+            .map_or(Lookup::Miss, Lookup::from)
     }
 
     /// `lookup` of a name already validated, trusting only a fresh dentry; a stale one is

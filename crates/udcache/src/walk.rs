@@ -11,8 +11,8 @@
 //!   [`Stats::walk_fallbacks`](crate::Stats::walk_fallbacks).
 //! - Each component's name is hashed one step ahead ([`udcache_neghash::NegHash::name_hash`]):
 //!   its hash does not depend on the directory it will be looked up in, so it is computed
-//!   while the previous component's lookup waits on memory, and only the parent's keyed
-//!   multiply follows that lookup's answer.
+//!   while the previous component's lookup waits on memory, and only the keyed multiplies
+//!   that mix in the parent follow that lookup's answer.
 //! - What the caller may rely on: a [`Walk::Found`] inode is what the path named at one
 //!   instant during the call; [`Walk::Negative`] and [`Walk::Miss`] likewise describe one
 //!   instant. A walk never blocks except in the fallback. A dentry that is no longer trusted
