@@ -10,7 +10,9 @@
 //!   `(0, ino as 8 bytes)`, value an `InodeRef` (inodes live in a `udcache-gp` pool: see
 //!   `recycle.rs`); lock-free to read (for `getattr`, `..` and the
 //!   walk's root). An inode is on it from its first `add` until `forget` takes its lookup count
-//!   to zero. A new inode is reachable through its first dentry a moment before it is on the
+//!   to zero. The root is on it for the cache's life (`forget` refuses it, `add` refuses its
+//!   number), and the cache keeps one more count of it (`root`), so the commonest start of a
+//!   walk costs no table lookup. A new inode is reachable through its first dentry a moment before it is on the
 //!   table (both under its stripe lock, so `forget` and `count_lookup` wait for it; a racing
 //!   `getattr` may answer [`Error::UnknownInode`]).
 //! - **Name stripe locks** (`name_locks`, `NameLock` is the proof): every writer of a name's
@@ -233,6 +235,8 @@ pub struct Dcache {
     unlink: UnlinkPolicy,
     pub(crate) readdir_cache: ReaddirCache,
     pool: ManuallyDrop<Box<GpPool<Inode>>>,
+    /// A count of the root's inode, given back in `drop` before the pool goes.
+    root: ManuallyDrop<InodeRef>,
     pub(crate) ticks: Ticks,
     pub(crate) timeouts: Timeouts,
 }
@@ -244,6 +248,9 @@ fn ino_key(ino: u64) -> [u8; 8] {
 impl Dcache {
     /// An empty cache holding only the root directory, [`ROOT_INO`].
     pub fn new(config: Config) -> Self {
+        let pool = ManuallyDrop::new(crate::recycle::new_pool());
+        let root = InodeSpec { ino: ROOT_INO, kind: FileType::Directory, fs_data: 0 };
+        let root = InodeRef::new(&pool, root, ROOT_INO, 1);
         let cache = Dcache {
             names: NegHash::new(config.names),
             inodes: NegHash::new(config.inodes),
@@ -254,12 +261,11 @@ impl Dcache {
             inflight: Inflight::new(),
             unlink: config.unlink,
             readdir_cache: ReaddirCache::new(config.readdir_pages, config.page_entries),
-            pool: ManuallyDrop::new(crate::recycle::new_pool()),
+            pool,
+            root: ManuallyDrop::new(root.clone()),
             ticks: Ticks::new(config.clock.0),
             timeouts: config.timeouts,
         };
-        let root = InodeSpec { ino: ROOT_INO, kind: FileType::Directory, fs_data: 0 };
-        let root = InodeRef::new(&cache.pool, root, ROOT_INO, 1);
         drop(cache.inodes.insert(
             INODE_KEY_PARENT,
             &ino_key(ROOT_INO),
@@ -271,6 +277,9 @@ impl Dcache {
 
     /// The cached inode numbered `ino`, borrowed for the guard's life. No lock.
     pub fn inode<'g>(&'g self, guard: &'g Guard, ino: u64) -> Option<&'g Inode> {
+        if ino == ROOT_INO {
+            return Some(&self.root);
+        }
         self.inodes.lookup(guard, INODE_KEY_PARENT, &ino_key(ino))?.value().load(guard)
     }
 
@@ -822,6 +831,8 @@ impl Drop for Dcache {
         // The dentries' slots (`Dentry` derefs to its slot), then the inode table's.
         self.names.for_each_entry(|e| drop(Slot::take(e.value(), &Exclusive)));
         self.inodes.for_each_entry(|e| drop(e.value().take(&Exclusive)));
+        // SAFETY: dropped once, here; the field is not used after it.
+        unsafe { ManuallyDrop::drop(&mut self.root) };
         let s = self.pool.stats();
         debug_assert_eq!(s.objects, s.parked, "an inode count outlived its cache");
         #[cfg(not(loom))]
