@@ -11,11 +11,12 @@ use std::ptr::NonNull;
 use super::slot::Slot;
 use crate::GpCookie;
 
-/// Objects freed under the same cookie, as an intrusive singly linked stack.
+/// Objects freed under the same cookie, the newest last. A list of pointers rather than a
+/// link inside each slot: the link would cost every pooled object a word for its whole life,
+/// and this costs one only while the object is parked.
 pub(crate) struct Batch<T> {
     pub(crate) cookie: GpCookie,
-    head: NonNull<Slot<T>>,
-    len: usize,
+    slots: Vec<NonNull<Slot<T>>>,
 }
 
 // SAFETY: a batch owns its slots exclusively (they are parked: no PoolBox or raw holder refers
@@ -23,25 +24,18 @@ pub(crate) struct Batch<T> {
 unsafe impl<T: Send> Send for Batch<T> {}
 
 impl<T> Batch<T> {
-    /// Pops one slot; `None` leaves the batch empty for the caller to drop.
+    /// Pops the newest slot; `None` leaves the batch empty for the caller to drop.
     fn pop(&mut self) -> Option<NonNull<Slot<T>>> {
-        if self.len == 0 {
-            return None;
-        }
-        let slot = self.head;
-        // SAFETY: the batch owns `slot` (len > 0) and only the shard lock holder reads `next`.
-        let next = unsafe { (*slot.as_ptr()).next };
-        self.len -= 1;
-        if let Some(n) = NonNull::new(next) {
-            self.head = n;
-        }
-        debug_assert_eq!(self.len == 0, next.is_null(), "batch length and links disagree");
-        Some(slot)
+        self.slots.pop()
+    }
+
+    fn len(&self) -> usize {
+        self.slots.len()
     }
 
     /// Every slot of the batch, emptying it.
-    pub(crate) fn drain(mut self) -> impl Iterator<Item = NonNull<Slot<T>>> {
-        std::iter::from_fn(move || self.pop())
+    pub(crate) fn drain(self) -> impl Iterator<Item = NonNull<Slot<T>>> {
+        self.slots.into_iter()
     }
 }
 
@@ -64,16 +58,11 @@ impl<T> Shard<T> {
     pub(crate) fn park(&mut self, slot: NonNull<Slot<T>>, cookie: GpCookie) {
         self.parked += 1;
         if let Some(back) = self.batches.back_mut().filter(|b| b.cookie == cookie) {
-            // SAFETY: the shard owns `slot` from now on; `next` is ours to write under the lock.
-            unsafe { (*slot.as_ptr()).next = back.head.as_ptr() };
-            back.head = slot;
-            back.len += 1;
+            back.slots.push(slot);
             return;
         }
         debug_assert!(self.batches.back().is_none_or(|b| b.cookie < cookie), "cookies went back");
-        // SAFETY: as above.
-        unsafe { (*slot.as_ptr()).next = std::ptr::null_mut() };
-        self.batches.push_back(Batch { cookie, head: slot, len: 1 });
+        self.batches.push_back(Batch { cookie, slots: vec![slot] });
     }
 
     /// The oldest parked object, if `ready` says its batch's cookie allows reuse.
@@ -86,7 +75,7 @@ impl<T> Shard<T> {
             return None;
         }
         let slot = front.pop().expect("batches are never left empty");
-        if front.len == 0 {
+        if front.len() == 0 {
             self.batches.pop_front();
         }
         self.parked -= 1;
@@ -98,7 +87,7 @@ impl<T> Shard<T> {
         let back = self.batches.back_mut()?;
         let cookie = back.cookie;
         let slot = back.pop().expect("batches are never left empty");
-        if back.len == 0 {
+        if back.len() == 0 {
             self.batches.pop_back();
         }
         self.parked -= 1;
@@ -114,14 +103,14 @@ impl<T> Shard<T> {
             return None;
         }
         let batch = self.batches.pop_front()?;
-        self.parked -= batch.len;
+        self.parked -= batch.len();
         Some(batch)
     }
 
     /// Puts a batch back in front; its cookie must be no newer than the current front's.
     pub(crate) fn push_oldest_batch(&mut self, batch: Batch<T>) {
         debug_assert!(self.batches.front().is_none_or(|b| batch.cookie <= b.cookie));
-        self.parked += batch.len;
+        self.parked += batch.len();
         self.batches.push_front(batch);
     }
 

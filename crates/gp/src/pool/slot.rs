@@ -1,5 +1,7 @@
-//! The memory behind each pooled object: the value, the parked-list link, and in debug builds a
-//! tag that catches misuse of raw pointers (a double free, a free into the wrong pool).
+//! The memory behind each pooled object: the value and, in debug builds, a tag that catches
+//! misuse of raw pointers (a double free, a free into the wrong pool). Nothing else: parked
+//! batches list their slots in vectors of their own (see `shard.rs`), so a release build's
+//! slot is exactly its value.
 
 use std::ptr::NonNull;
 
@@ -8,16 +10,9 @@ use std::ptr::NonNull;
 #[repr(C)]
 pub(crate) struct Slot<T> {
     pub(crate) value: T,
-    /// Next slot of the same parked batch. Written and read only by the pool, under the lock of
-    /// the shard the slot is parked in; never read by lockless readers of `value`.
-    pub(crate) next: *mut Slot<T>,
     #[cfg(debug_assertions)]
     tag: DebugTag,
 }
-
-// SAFETY: a Slot is owned by exactly one of: a PoolBox, a raw-pointer holder, or a shard (under
-// its lock). `next` is only touched by its owner, so sending the slot is sending a `T`.
-unsafe impl<T: Send> Send for Slot<T> {}
 
 #[cfg(debug_assertions)]
 struct DebugTag {
@@ -31,7 +26,6 @@ impl<T> Slot<T> {
         let _ = pool;
         let slot = Box::new(Slot {
             value,
-            next: std::ptr::null_mut(),
             #[cfg(debug_assertions)]
             tag: DebugTag { pool, parked: crate::sync::atomic::AtomicBool::new(false) },
         });
