@@ -16,21 +16,46 @@
 //! adapter!(ChildAdapter = Dentry { child: Link });
 //! adapter!(LruAdapter = Dentry { lru: Link });
 //! ```
+//!
+//! An adapter also names the owning pointer its list holds for each node
+//! ([`Adapter::Pointer`]). The form above picks `Arc<Dentry>`; a node that lives elsewhere, say in
+//! a pool, names its own [`NodePtr`](crate::NodePtr) type after the link:
+//!
+//! ```
+//! # use udcache_rculist::{HLink, adapter};
+//! # struct Dentry { hash: HLink }
+//! # type PoolRef<T> = std::sync::Arc<T>; // stands in for a pool's handle type
+//! adapter!(HashAdapter = Dentry { hash: HLink }, pointer = PoolRef<Dentry>);
+//! ```
+//!
+//! Every list a node sits on must then hold it through the same kind of pointer (each list
+//! holds one reference of its own); [the `pointer` module](crate::pointer) has a complete
+//! example.
+
+use crate::NodePtr;
 
 /// Maps a node type to one of its embedded links and back.
 ///
 /// Lists store pointers to links; readers convert them back to nodes with
-/// [`value_ptr`](Adapter::value_ptr).
+/// [`value_ptr`](Adapter::value_ptr). What a list owns for each node is one
+/// [`Pointer`](Adapter::Pointer), kept as the raw pointer [`NodePtr::into_raw`] returns.
 ///
 /// # Safety
 ///
 /// Implement it only through [`adapter!`](crate::adapter), or uphold what the macro guarantees:
 /// `link_ptr(v)` points at a field of `*v` (same allocation, fixed offset), and
 /// `value_ptr(link_ptr(v)) == v` for every `v`, preserving the provenance of the link pointer.
+/// (What the [`Pointer`](Adapter::Pointer) must uphold is the contract of its own unsafe trait,
+/// [`NodePtr`].)
 pub unsafe trait Adapter {
-    /// The node type. Nodes live in an `Arc`; the list's reference is released after a grace
-    /// period on another thread, hence `Send + Sync + 'static`.
+    /// The node type. Readers on any thread share it and the list's reference is released after
+    /// a grace period on another thread, hence `Send + Sync + 'static`.
     type Value: Send + Sync + 'static;
+    /// The owning pointer a list holds for each of its nodes: `Arc<Self::Value>` for adapters
+    /// declared by the plain form of [`adapter!`](crate::adapter), or any [`NodePtr`] (a counted
+    /// handle to a pooled object, for example). Insertions take one, removals hand it back
+    /// (through [`Unlinked`](crate::Unlinked) where readers may still stand on the node).
+    type Pointer: NodePtr<Target = Self::Value>;
     /// The link type embedded in the node: [`Link`](crate::Link) or [`HLink`](crate::HLink).
     type Link;
 
@@ -52,21 +77,36 @@ pub unsafe trait Adapter {
 /// Declares an adapter type mapping a node type to one of its link fields.
 ///
 /// `adapter!(pub Name = Node { field: Link });` declares `pub struct Name;` implementing
-/// [`Adapter`] with `Value = Node`, `Link = Link`. The field's type must be the named link type
-/// (a mismatch does not compile). See [the module docs](crate::adapter) for an example.
+/// [`Adapter`] with `Value = Node`, `Link = Link` and `Pointer = Arc<Node>`. The field's type
+/// must be the named link type (a mismatch does not compile). See
+/// [the module docs](crate::adapter) for an example.
+///
+/// `adapter!(pub Name = Node { field: Link }, pointer = Ptr);` does the same with
+/// `Pointer = Ptr`, which must implement [`NodePtr`](crate::NodePtr) with `Target = Node`
+/// (see [`NodePtr`](crate::NodePtr) for an example).
 #[macro_export]
 macro_rules! adapter {
     ($(#[$meta:meta])* $vis:vis $name:ident = $value:ty { $field:ident : $link:ty }) => {
+        $crate::adapter!(
+            $(#[$meta])* $vis $name = $value { $field: $link }, pointer = ::std::sync::Arc<$value>
+        );
+    };
+    (
+        $(#[$meta:meta])* $vis:vis $name:ident = $value:ty { $field:ident : $link:ty },
+        pointer = $pointer:ty $(,)?
+    ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, Default)]
         $vis struct $name;
 
         // SAFETY: `link_ptr` takes the address of the named field of the pointed-to node and
         // `value_ptr` subtracts that field's `offset_of!`, so each inverts the other; the field's
-        // type is checked to be `$link` by the return type of `link_ptr`.
+        // type is checked to be `$link` by the return type of `link_ptr`. (`$pointer` answers for
+        // itself: it must implement the unsafe trait `NodePtr` with `Target = $value`.)
         unsafe impl $crate::Adapter for $name {
             type Value = $value;
             type Link = $link;
+            type Pointer = $pointer;
 
             #[inline(always)]
             unsafe fn link_ptr(value: *const $value) -> *const $link {

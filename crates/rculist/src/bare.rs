@@ -5,9 +5,12 @@
 //!
 //! - **Lock.** Every access to the list and to its members' links holds the list's spin lock,
 //!   proven by a [`BareWriter`]. No reader walks it without that lock, so no store needs to
-//!   publish anything and a removed node's reference is handed back at once, with no grace
-//!   period: nobody can be standing on it through this list. (The node may still be reachable
-//!   through *other* lists; those release their own references as their rules say.)
+//!   publish anything and a removed node's reference (the adapter's
+//!   [`Pointer`](crate::Adapter::Pointer)) is handed back at once, with no grace period: nobody
+//!   can be standing on it through this list. (The node may still be reachable through *other*
+//!   lists; those release their own references as their rules say. Dropping the handed-back
+//!   reference at once is sound only because of them: if it is the last one, no lockless
+//!   reader can reach the node any more.)
 //! - **Shape.** Head/tail, null-terminated, like [`List`](crate::List).
 //! - **Membership.** A [`BareLink`] has no owner word (that is [`Link`](crate::Link)'s third
 //!   word): bit 0 of its `prev` word says "on a list", and the predecessor pointer sits above it
@@ -23,12 +26,11 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr;
-use std::sync::Arc;
 
-use crate::Adapter;
 use crate::lock::{Held, SpinLock};
 use crate::retire::Refused;
 use crate::sync::{AtomicPtr, Ordering};
+use crate::{Adapter, NodePtr};
 
 /// `prev`'s bit 0: the link is on a list.
 const LINKED: usize = 1;
@@ -78,7 +80,8 @@ impl fmt::Debug for BareLink {
     }
 }
 
-/// A doubly linked list of `Arc`-owned nodes that only its lock holders touch.
+/// A doubly linked list that only its lock holders touch, owning one reference of the
+/// adapter's [`Pointer`](Adapter::Pointer) type (an `Arc` by default) to each node.
 ///
 /// See [the module docs](self) for the rules.
 ///
@@ -107,7 +110,9 @@ pub struct BareList<A: Adapter<Link = BareLink>> {
     head: AtomicPtr<BareLink>,
     tail: AtomicPtr<BareLink>,
     lock: SpinLock,
-    _nodes: PhantomData<Arc<A::Value>>,
+    /// The list owns its members' references; like a `Mutex<Vec<A::Pointer>>` it is `Send` and
+    /// `Sync` because they are `Send` (a `NodePtr` bound).
+    _nodes: PhantomData<fn() -> A::Pointer>,
 }
 
 impl<A: Adapter<Link = BareLink>> BareList<A> {
@@ -160,9 +165,10 @@ impl<A: Adapter<Link = BareLink>> BareWriter<'_, A> {
     }
 
     /// Inserts `node` last. `Err(Refused)` if it is on a list already.
-    pub fn push_back(&mut self, node: Arc<A::Value>) -> Result<(), Refused<A::Value>> {
-        let value = Arc::into_raw(node);
-        // SAFETY: `value` points to a live node (we hold its strong count).
+    pub fn push_back(&mut self, node: A::Pointer) -> Result<(), Refused<A::Pointer>> {
+        let value = NodePtr::into_raw(node);
+        // SAFETY: `value` points to a live node (we own a reference to it, and the `NodePtr`
+        // contract makes the `into_raw` pointer valid for reads while it lives).
         let link = unsafe { A::link_ptr(value) }.cast_mut();
         // SAFETY: the link lives inside the live node.
         let l = unsafe { &*link };
@@ -174,8 +180,9 @@ impl<A: Adapter<Link = BareLink>> BareWriter<'_, A> {
         let unlinked = ptr::null_mut();
         if l.prev.compare_exchange(unlinked, claimed, Ordering::Acquire, Ordering::Relaxed).is_err()
         {
-            // SAFETY: `value` came from `Arc::into_raw` above and we still own that count.
-            return Err(Refused(unsafe { Arc::from_raw(value) }));
+            // SAFETY: `value` came from `NodePtr::into_raw` above and we still own the reference
+            // it stands for: the round trip of the `NodePtr` contract.
+            return Err(Refused(unsafe { A::Pointer::from_raw(value) }));
         }
         l.next.store(ptr::null_mut(), Ordering::Relaxed);
         match tail.is_null() {
@@ -188,7 +195,7 @@ impl<A: Adapter<Link = BareLink>> BareWriter<'_, A> {
     }
 
     /// Takes the first node off the list, with the list's reference.
-    pub fn pop_front(&mut self) -> Option<Arc<A::Value>> {
+    pub fn pop_front(&mut self) -> Option<A::Pointer> {
         // Relaxed: under the lock.
         let first = self.list.head.load(Ordering::Relaxed);
         // SAFETY: the lock is held and `first` is a member.
@@ -201,7 +208,7 @@ impl<A: Adapter<Link = BareLink>> BareWriter<'_, A> {
     ///
     /// If `node` is on a list, that list is this one, and no writer of another list links it
     /// during the call (see the module rules: a link does not record which list it is on).
-    pub unsafe fn remove(&mut self, node: &A::Value) -> Option<Arc<A::Value>> {
+    pub unsafe fn remove(&mut self, node: &A::Value) -> Option<A::Pointer> {
         // SAFETY: `node` is a live reference.
         let link = unsafe { A::link_ptr(node) }.cast_mut();
         // SAFETY: the link lives inside the live node.
@@ -215,12 +222,12 @@ impl<A: Adapter<Link = BareLink>> BareWriter<'_, A> {
     /// # Safety
     ///
     /// The lock is held and `link` is a member of this list.
-    unsafe fn take(&mut self, link: *mut BareLink) -> Arc<A::Value> {
+    unsafe fn take(&mut self, link: *mut BareLink) -> A::Pointer {
         // SAFETY: members are alive while the list holds them.
         let l = unsafe { &*link };
         let (prev, next) = (l.prev(), l.next.load(Ordering::Relaxed));
         // The word that points at `link`: the head or the predecessor's `next`. What it holds is
-        // the pointer `push_back` stored, with the provenance of `Arc::into_raw`.
+        // the pointer `push_back` stored, with the provenance of `NodePtr::into_raw`.
         let slot = match prev.is_null() {
             true => &self.list.head,
             // SAFETY: `prev` is a member.
@@ -237,8 +244,9 @@ impl<A: Adapter<Link = BareLink>> BareWriter<'_, A> {
         l.next.store(ptr::null_mut(), Ordering::Relaxed);
         // Release: pairs with the Acquire claim of the next list the node goes on.
         l.prev.store(ptr::null_mut(), Ordering::Release);
-        // SAFETY: `stored` is what `push_back` derived from the `Arc::into_raw` pointer whose
-        // count the list owned, so `value_ptr` gives that pointer back; the count is ours now.
-        unsafe { Arc::from_raw(A::value_ptr(stored)) }
+        // SAFETY: `stored` is what `push_back` derived from the `NodePtr::into_raw` pointer of
+        // the reference the list owned, so `value_ptr` gives that pointer back; the reference is
+        // taken back once, here (the round trip of the `NodePtr` contract).
+        unsafe { A::Pointer::from_raw(A::value_ptr(stored)) }
     }
 }

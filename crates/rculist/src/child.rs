@@ -177,7 +177,7 @@ impl<'l, A: Adapter<Link = Link>> ChildWriter<'l, A> {
     }
 
     /// Takes a child off whichever side it is on; `None` if it is not a child of this list.
-    pub fn remove(&mut self, node: &A::Value) -> Option<Unlinked<A::Value>> {
+    pub fn remove(&mut self, node: &A::Value) -> Option<Unlinked<A::Pointer>> {
         let [pos, neg] = &mut self.sides;
         pos.remove(node).or_else(|| neg.remove(node))
     }

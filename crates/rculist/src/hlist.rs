@@ -42,15 +42,14 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr;
-use std::sync::Arc;
 
-use crate::Adapter;
 use crate::epoch::Guard;
 use crate::head::{self, Parts, SHORT, compose, first_of, parts_of};
 use crate::lock::{BIT_LOCK, bit_lock, bit_unlock};
-use crate::retire::{Refused, Unlinked, arc_of, check_guard, release_raw};
+use crate::retire::{Refused, Unlinked, check_guard, owned_of, release_raw};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::walk::step;
+use crate::{Adapter, NodePtr};
 
 /// Bit 0 of an [`HLink`]'s `next`: the link is on no chain (see the module rules).
 const UNLINKED: usize = 1;
@@ -150,8 +149,9 @@ impl<A: Adapter<Link = HLink>> Drop for RawHead<A> {
             let l = unsafe { &*cur };
             let next = l.next.load(Ordering::Relaxed);
             l.mark_unlinked(next);
-            // SAFETY: `cur` is the chain's `Arc::into_raw` pointer; release deferred.
-            unsafe { release_raw(A::value_ptr(cur)) };
+            // SAFETY: `value_ptr(cur)` is the `NodePtr::into_raw` pointer of the reference the
+            // chain owned, given up here once; the release is deferred.
+            unsafe { release_raw::<A::Pointer>(A::value_ptr(cur)) };
             cur = next;
         }
     }
@@ -182,13 +182,14 @@ macro_rules! reader_api {
             self.raw.iter(guard).find(|v| pred(v))
         }
 
-        /// Like [`find`](Self::find), returning a new strong reference to the node.
-        pub fn find_arc(
+        /// Like [`find`](Self::find), returning a new owning reference to the node (made with
+        /// [`NodePtr::clone_raw`]), which outlives `guard`.
+        pub fn find_owned(
             &self,
             guard: &Guard,
             pred: impl FnMut(&A::Value) -> bool,
-        ) -> Option<Arc<A::Value>> {
-            find_arc_in(self.raw.iter(guard), guard, pred)
+        ) -> Option<A::Pointer> {
+            find_owned_in(self.raw.iter(guard), guard, pred)
         }
 
         /// [`find`](Self::find) among nodes whose summary bits include some of `bits`: if
@@ -203,33 +204,33 @@ macro_rules! reader_api {
             self.raw.iter_summarised(guard, bits).find(|v| pred(v))
         }
 
-        /// [`find_arc`](Self::find_arc) behind the summary, as
+        /// [`find_owned`](Self::find_owned) behind the summary, as
         /// [`find_summarised`](Self::find_summarised).
-        pub fn find_arc_summarised(
+        pub fn find_owned_summarised(
             &self,
             guard: &Guard,
             bits: u16,
             pred: impl FnMut(&A::Value) -> bool,
-        ) -> Option<Arc<A::Value>> {
-            find_arc_in(self.raw.iter_summarised(guard, bits), guard, pred)
+        ) -> Option<A::Pointer> {
+            find_owned_in(self.raw.iter_summarised(guard, bits), guard, pred)
         }
     };
 }
 
-/// The first node of walk `it` satisfying `pred`, as a new strong reference.
-fn find_arc_in<A: Adapter<Link = HLink>>(
+/// The first node of walk `it` satisfying `pred`, as a new owning reference.
+fn find_owned_in<A: Adapter<Link = HLink>>(
     mut it: HIter<'_, A>,
     guard: &Guard,
     mut pred: impl FnMut(&A::Value) -> bool,
-) -> Option<Arc<A::Value>> {
+) -> Option<A::Pointer> {
     loop {
         let link = it.next;
         let v = it.next()?;
         if pred(v) {
             // SAFETY: `link` came from the chain under `guard` (checked when `it` began); its
             // node's release is deferred past the guard. `value_ptr` of the stored pointer is
-            // the `Arc::into_raw` pointer.
-            return Some(unsafe { arc_of(A::value_ptr(link), guard) });
+            // the `NodePtr::into_raw` pointer of the chain's reference, as `owned_of` needs.
+            return Some(unsafe { owned_of::<A::Pointer>(A::value_ptr(link), guard) });
         }
     }
 }
@@ -455,17 +456,19 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         }
     }
 
-    fn claim(node: Arc<A::Value>) -> Result<*const HLink, Refused<A::Value>> {
-        let value = Arc::into_raw(node);
-        // SAFETY: `value` is live (we hold its count).
+    fn claim(node: A::Pointer) -> Result<*const HLink, Refused<A::Pointer>> {
+        let value = NodePtr::into_raw(node);
+        // SAFETY: `value` is live (we own a reference to it, and the `NodePtr` contract makes the
+        // `into_raw` pointer valid for reads while it lives).
         let link = unsafe { A::link_ptr(value) };
         // SAFETY: the link lives inside the live node.
         let next = &unsafe { &*link }.next;
         let mut seen = next.load(Ordering::Relaxed);
         loop {
             if seen.addr() & UNLINKED == 0 {
-                // SAFETY: from `Arc::into_raw` above; we still own the count.
-                return Err(Refused(unsafe { Arc::from_raw(value) }));
+                // SAFETY: from `NodePtr::into_raw` above; we still own the reference it stands
+                // for: the round trip of the `NodePtr` contract.
+                return Err(Refused(unsafe { A::Pointer::from_raw(value) }));
             }
             // Acquire pairs with the Release of `mark_unlinked` when the node left its
             // previous chain. The pointer bits stay until `link_at` stores the new successor.
@@ -484,7 +487,7 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
     /// Links claimed `link` into `slot`, in front of what the slot points at.
     fn link_at(&self, slot: Slot, link: *const HLink) {
         let next = self.load(slot);
-        // SAFETY: `link` is alive (we own its node's count).
+        // SAFETY: `link` is alive (the chain owns a reference to its node).
         // Release: a reader still standing on this node from an earlier life sees `next`'s node.
         unsafe { &*link }.next.store(next.cast_mut(), Ordering::Release);
         self.store(slot, link);
@@ -492,7 +495,7 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
     }
 
     /// Unlinks the member `slot` points at; its `next` stays for readers on it.
-    fn take_at(&self, slot: Slot) -> Unlinked<A::Value> {
+    fn take_at(&self, slot: Slot) -> Unlinked<A::Pointer> {
         let stored = self.load(slot);
         debug_assert!(!stored.is_null());
         // SAFETY: `stored` is a member (writer lock held).
@@ -502,7 +505,9 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         self.store(slot, next);
         l.mark_unlinked(next);
         self.count(false);
-        // SAFETY: `stored` is the chain's `Arc::into_raw` pointer (its provenance).
+        // SAFETY: `stored` was derived by `link_ptr` from the `NodePtr::into_raw` pointer of the
+        // chain's reference (its provenance), so `value_ptr` gives that pointer back; the
+        // reference passes to the `Unlinked`.
         unsafe { Unlinked::from_raw(A::value_ptr(stored)) }
     }
 
@@ -525,7 +530,7 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
     }
 
     /// Inserts `node` first. `Err(Refused)` if it is on a chain already.
-    pub fn push_front(&mut self, node: Arc<A::Value>) -> Result<(), Refused<A::Value>> {
+    pub fn push_front(&mut self, node: A::Pointer) -> Result<(), Refused<A::Pointer>> {
         let link = Self::claim(node)?;
         self.link_at(Slot::Head, link);
         Ok(())
@@ -536,9 +541,9 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
     fn insert_beside(
         &mut self,
         anchor: &A::Value,
-        node: Arc<A::Value>,
+        node: A::Pointer,
         after: bool,
-    ) -> Result<(), Refused<A::Value>> {
+    ) -> Result<(), Refused<A::Pointer>> {
         let Some(slot) = self.find_slot(anchor) else { return Err(Refused(node)) };
         let link = Self::claim(node)?;
         // After the anchor: the anchor's own `next`; before it: the slot pointing at it.
@@ -548,13 +553,13 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
     }
 
     /// Takes `node` off the chain; `None` if it is not on it.
-    pub fn remove(&mut self, node: &A::Value) -> Option<Unlinked<A::Value>> {
+    pub fn remove(&mut self, node: &A::Value) -> Option<Unlinked<A::Pointer>> {
         let slot = self.find_slot(node)?;
         Some(self.take_at(slot))
     }
 
     /// Takes the first node off the chain.
-    pub fn pop_front(&mut self) -> Option<Unlinked<A::Value>> {
+    pub fn pop_front(&mut self) -> Option<Unlinked<A::Pointer>> {
         (!self.load(Slot::Head).is_null()).then(|| self.take_at(Slot::Head))
     }
 
@@ -563,8 +568,8 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
     pub fn replace(
         &mut self,
         old: &A::Value,
-        new: Arc<A::Value>,
-    ) -> Result<Unlinked<A::Value>, Refused<A::Value>> {
+        new: A::Pointer,
+    ) -> Result<Unlinked<A::Pointer>, Refused<A::Pointer>> {
         let Some(slot) = self.find_slot(old) else { return Err(Refused(new)) };
         let link = Self::claim(new)?;
         let stored = self.load(slot);
@@ -575,7 +580,8 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         n.next.store(next, Ordering::Release);
         self.store(slot, link);
         o.mark_unlinked(next);
-        // SAFETY: `stored` is the chain's `Arc::into_raw` pointer.
+        // SAFETY: `value_ptr(stored)` is the `NodePtr::into_raw` pointer of the chain's
+        // reference to `old`, which passes to the `Unlinked`.
         Ok(unsafe { Unlinked::from_raw(A::value_ptr(stored)) })
     }
 
@@ -625,13 +631,13 @@ impl<'g, A: Adapter<Link = HLink>> HCursorMut<'_, '_, 'g, A> {
     }
 
     /// Takes the current node off the chain; the cursor is then at its successor.
-    pub fn remove_current(&mut self) -> Option<Unlinked<A::Value>> {
+    pub fn remove_current(&mut self) -> Option<Unlinked<A::Pointer>> {
         (!self.writer.load(self.slot).is_null()).then(|| self.writer.take_at(self.slot))
     }
 
     /// Inserts `node` before the current node (past the end: last); the cursor is then at
     /// `node`.
-    pub fn insert_before(&mut self, node: Arc<A::Value>) -> Result<(), Refused<A::Value>> {
+    pub fn insert_before(&mut self, node: A::Pointer) -> Result<(), Refused<A::Pointer>> {
         let link = HListWriter::<A>::claim(node)?;
         self.writer.link_at(self.slot, link);
         Ok(())

@@ -15,8 +15,13 @@
 //! What the kernel's rculist, hlist and hlist_bl give C, with the contract in the types:
 //!
 //! - **Intrusive links.** A node embeds one [`Link`] or [`HLink`] per list it can sit on, and
-//!   one line of [`adapter!`] per link maps the node to the link and back. Nodes live in an
-//!   `Arc`; each list holds one strong count of each of its nodes.
+//!   one line of [`adapter!`] per link maps the node to the link and back.
+//! - **Owning pointers.** Each list holds one owning reference to each of its nodes, of the
+//!   adapter's pointer type ([`Adapter::Pointer`], a [`NodePtr`]): an `Arc` by default (one
+//!   strong count per list), or any type that keeps the [`NodePtr`] contract, for example a
+//!   counted handle to a pooled object (`adapter!(A = Node { link: Link }, pointer = Ptr)`).
+//!   udcache's name table keeps its entries in a `udcache-gp` pool this way. See
+//!   [`pointer`](mod@pointer).
 //! - **Readers** pin a crossbeam-epoch [`Guard`](epoch::Guard) and walk with [`List::iter`],
 //!   [`HList::iter`]/[`HListBl::find`] etc. They take no lock and store nothing: one Acquire load
 //!   per step. What they get is bound to the guard's lifetime.
@@ -27,7 +32,9 @@
 //!   so a reader standing on it walks on.
 //! - **Freeing.** A removal hands back [`Unlinked`], which owns the list's reference; dropping it
 //!   defers the release past every reader pinned at that moment (crossbeam-epoch's `defer`).
-//!   Safe code cannot free a node while a reader may stand on it, nor reach it afterwards.
+//!   Safe code cannot free (or recycle) a node while a reader may stand on it, nor reach it
+//!   afterwards. A reader that wants to keep a node gets a reference of its own
+//!   ([`HListBl::find_owned`], [`Unlinked::to_ptr`]).
 //!
 //! ## The lists
 //!
@@ -62,9 +69,13 @@
 //! - A [`Link`] is three words (`next`, `prev`, and the owner id that lets writer operations
 //!   refuse a node that is not on their list); a [`BareLink`] two; an [`HLink`] one; heads one ([`HList`],
 //!   [`HListBl`]) or three ([`List`]: head, tail, id; plus its lock byte and move count).
-//! - Nodes live in an `Arc`: 16 bytes of header. With tiny payloads this doubles the footprint of
-//!   a node against intrusive-collections' `Box` nodes, which shows when a list outgrows L1
-//!   (see `benches/rculist.rs`); with dentry-sized nodes the walks cost the same.
+//! - Nodes live wherever the adapter's [`NodePtr`] puts them, and cost what it costs. By
+//!   default that is an `Arc`: 16 bytes of header. With tiny payloads this doubles the
+//!   footprint of a node against intrusive-collections' `Box` nodes, which shows when a list
+//!   outgrows L1 (see `benches/rculist.rs`); with dentry-sized nodes the walks cost the same.
+//!   A pool handle (how udcache's name table keeps its entries in a `udcache-gp` pool) trades
+//!   the allocator for the pool's reuse after a grace period; the lists are the same code
+//!   either way, and readers never touch the pointer's count.
 //!
 //! ## Example
 //!
@@ -109,8 +120,8 @@ macro_rules! insert_beside_api {
         pub fn insert_after(
             &mut self,
             anchor: &A::Value,
-            node: Arc<A::Value>,
-        ) -> Result<(), Refused<A::Value>> {
+            node: A::Pointer,
+        ) -> Result<(), Refused<A::Pointer>> {
             self.insert_beside(anchor, node, true)
         }
 
@@ -118,8 +129,8 @@ macro_rules! insert_beside_api {
         pub fn insert_before(
             &mut self,
             anchor: &A::Value,
-            node: Arc<A::Value>,
-        ) -> Result<(), Refused<A::Value>> {
+            node: A::Pointer,
+        ) -> Result<(), Refused<A::Pointer>> {
             self.insert_beside(anchor, node, false)
         }
     };
@@ -132,6 +143,7 @@ pub mod head;
 pub mod hlist;
 pub mod list;
 mod lock;
+pub mod pointer;
 mod retire;
 mod seq;
 mod sync;
@@ -144,6 +156,7 @@ pub use bare::{BareLink, BareList, BareWriter};
 pub use child::{AllIter, ChildList, ChildWriter};
 pub use hlist::{HCursorMut, HIter, HLink, HList, HListBl, HListWriter};
 pub use list::{CursorMut, End, Iter, Link, List, ListWriter};
+pub use pointer::NodePtr;
 pub use retire::{Refused, Unlinked};
 
 /// A fresh list id for [`Link`] owner words (0 means "on no list").

@@ -50,7 +50,6 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr;
-use std::sync::Arc;
 
 use crate::epoch::Guard;
 use crate::lock::{Held, SpinLock};
@@ -58,7 +57,7 @@ use crate::retire::{Refused, Unlinked, check_guard, release_raw};
 use crate::seq::MoveSeq;
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::walk::step;
-use crate::{Adapter, next_list_id};
+use crate::{Adapter, NodePtr, next_list_id};
 
 /// The link a node embeds once per [`List`] it can sit on (three words).
 pub struct Link {
@@ -157,11 +156,12 @@ impl<A: Adapter<Link = Link>> RawList<A> {
         (unsafe { &*link }.owner.load(Ordering::Relaxed) == self.id).then_some(link)
     }
 
-    /// Takes ownership of `node`'s `Arc` for this list: claims its link (owner 0 -> our id).
-    /// Gives the `Arc` back if the link is on a list already.
-    fn claim(&self, node: Arc<A::Value>) -> Result<*const Link, Refused<A::Value>> {
-        let value = Arc::into_raw(node);
-        // SAFETY: `value` points to a live node (we hold its strong count).
+    /// Takes over the reference `node` for this list: claims its link (owner 0 -> our id).
+    /// Gives `node` back if the link is on a list already.
+    fn claim(&self, node: A::Pointer) -> Result<*const Link, Refused<A::Pointer>> {
+        let value = NodePtr::into_raw(node);
+        // SAFETY: `value` points to a live node (we own a reference to it, and the `NodePtr`
+        // contract makes the `into_raw` pointer valid for reads while it lives).
         let link = unsafe { A::link_ptr(value) };
         // SAFETY: the link lives inside the live node.
         let owner = &unsafe { &*link }.owner;
@@ -169,8 +169,9 @@ impl<A: Adapter<Link = Link>> RawList<A> {
         // that list's last stores to this link happen before ours.
         match owner.compare_exchange(0, self.id, Ordering::Acquire, Ordering::Relaxed) {
             Ok(_) => Ok(link),
-            // SAFETY: `value` came from `Arc::into_raw` above and we still own that count.
-            Err(_) => Err(Refused(unsafe { Arc::from_raw(value) })),
+            // SAFETY: `value` came from `NodePtr::into_raw` above and we still own the reference
+            // it stands for: the round trip of the `NodePtr` contract.
+            Err(_) => Err(Refused(unsafe { A::Pointer::from_raw(value) })),
         }
     }
 
@@ -196,7 +197,7 @@ impl<A: Adapter<Link = Link>> RawList<A> {
     /// Writer lock held; `link` is claimed by this list and on no list's chain; `prev`/`next`
     /// are adjacent on this list.
     unsafe fn link_between(&self, link: *const Link, prev: *const Link, next: *const Link) {
-        // SAFETY: `link` is alive (we own a strong count of its node).
+        // SAFETY: `link` is alive (the list owns a reference to its node).
         let l = unsafe { &*link };
         debug_assert_eq!(l.owner.load(Ordering::Relaxed), self.id, "linking an unclaimed link");
         l.prev.store(prev.cast_mut(), Ordering::Relaxed);
@@ -216,7 +217,7 @@ impl<A: Adapter<Link = Link>> RawList<A> {
     }
 
     /// Unlinks member `link` from its neighbours, leaving its `next` for readers standing on
-    /// it. Returns the pointer to it that the list stored (provenance of `Arc::into_raw`).
+    /// it. Returns the pointer to it that the list stored (provenance of `NodePtr::into_raw`).
     ///
     /// # Safety
     ///
@@ -250,7 +251,7 @@ impl<A: Adapter<Link = Link>> RawList<A> {
 
     /// Gives up ownership of an unlinked link: owner back to 0.
     fn disown(link: *const Link) {
-        // SAFETY: the caller still holds the node's strong count.
+        // SAFETY: the caller still holds a reference to the node.
         let owner = &unsafe { &*link }.owner;
         debug_assert_ne!(owner.load(Ordering::Relaxed), 0, "disown of an unowned link");
         // Release pairs with the Acquire in the next list's `claim`.
@@ -262,11 +263,13 @@ impl<A: Adapter<Link = Link>> RawList<A> {
     /// # Safety
     ///
     /// Writer lock held; `link` is a member.
-    unsafe fn take(&self, link: *const Link) -> Unlinked<A::Value> {
+    unsafe fn take(&self, link: *const Link) -> Unlinked<A::Pointer> {
         // SAFETY: forwarded.
         let stored = unsafe { self.unlink(link) };
         Self::disown(stored);
-        // SAFETY: `stored` carries the provenance of the `Arc::into_raw` pointer the list owns.
+        // SAFETY: `stored` was derived by `link_ptr` from the `NodePtr::into_raw` pointer of the
+        // reference the list owns, so `value_ptr` gives that pointer back; the reference passes
+        // to the `Unlinked`.
         unsafe { Unlinked::from_raw(A::value_ptr(stored)) }
     }
 
@@ -296,17 +299,19 @@ impl<A: Adapter<Link = Link>> Drop for RawList<A> {
             let next = unsafe { &*cur }.next.load(Ordering::Relaxed);
             // Leave `next` alone: a reader carried here by a move may still stand on `cur`.
             Self::disown(cur);
-            // SAFETY: `cur` is the `Arc::into_raw` pointer this list owned; the release is
-            // deferred past every reader pinned now.
-            unsafe { release_raw(A::value_ptr(cur)) };
+            // SAFETY: `value_ptr(cur)` is the `NodePtr::into_raw` pointer of the reference this
+            // list owned, given up here once; the release is deferred past every reader pinned now.
+            unsafe { release_raw::<A::Pointer>(A::value_ptr(cur)) };
             cur = next;
         }
     }
 }
 
-/// A doubly linked list of `Arc`-owned nodes that readers walk without locks.
+/// A doubly linked list that readers walk without locks.
 ///
-/// See [the module docs](self) for the rules and what readers observe.
+/// The list owns one reference of the adapter's [`Pointer`](Adapter::Pointer) type (an `Arc`
+/// by default) to each of its nodes. See [the module docs](self) for the rules and what readers
+/// observe.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -424,16 +429,16 @@ impl<'l, A: Adapter<Link = Link>> ListWriter<'l, A> {
     }
 
     /// Inserts `node` first. `Err(Refused)` if it is on a list already.
-    pub fn push_front(&mut self, node: Arc<A::Value>) -> Result<(), Refused<A::Value>> {
+    pub fn push_front(&mut self, node: A::Pointer) -> Result<(), Refused<A::Pointer>> {
         self.push(node, End::Front)
     }
 
     /// Inserts `node` last. `Err(Refused)` if it is on a list already.
-    pub fn push_back(&mut self, node: Arc<A::Value>) -> Result<(), Refused<A::Value>> {
+    pub fn push_back(&mut self, node: A::Pointer) -> Result<(), Refused<A::Pointer>> {
         self.push(node, End::Back)
     }
 
-    fn push(&mut self, node: Arc<A::Value>, at: End) -> Result<(), Refused<A::Value>> {
+    fn push(&mut self, node: A::Pointer, at: End) -> Result<(), Refused<A::Pointer>> {
         let link = self.raw.claim(node)?;
         // SAFETY: we are the writer; `link` is claimed and on no chain.
         unsafe { self.raw.relink(link, at) };
@@ -445,9 +450,9 @@ impl<'l, A: Adapter<Link = Link>> ListWriter<'l, A> {
     fn insert_beside(
         &mut self,
         anchor: &A::Value,
-        node: Arc<A::Value>,
+        node: A::Pointer,
         after: bool,
-    ) -> Result<(), Refused<A::Value>> {
+    ) -> Result<(), Refused<A::Pointer>> {
         let Some(at) = self.raw.member(anchor) else { return Err(Refused(node)) };
         let link = self.raw.claim(node)?;
         // SAFETY: we are the writer; `at` is a member.
@@ -462,21 +467,21 @@ impl<'l, A: Adapter<Link = Link>> ListWriter<'l, A> {
     ///
     /// Its `next` is left as it was, so a reader standing on it walks on; the list's reference
     /// is released after a grace period (see [`Unlinked`]).
-    pub fn remove(&mut self, node: &A::Value) -> Option<Unlinked<A::Value>> {
+    pub fn remove(&mut self, node: &A::Value) -> Option<Unlinked<A::Pointer>> {
         let link = self.raw.member(node)?;
         // SAFETY: we are the writer; `link` is a member.
         Some(unsafe { self.raw.take(link) })
     }
 
     /// Takes the first node off the list.
-    pub fn pop_front(&mut self) -> Option<Unlinked<A::Value>> {
+    pub fn pop_front(&mut self) -> Option<Unlinked<A::Pointer>> {
         let link = self.raw.first();
         // SAFETY: we are the writer; `link` is the first member.
         (!link.is_null()).then(|| unsafe { self.raw.take(link) })
     }
 
     /// Takes the last node off the list.
-    pub fn pop_back(&mut self) -> Option<Unlinked<A::Value>> {
+    pub fn pop_back(&mut self) -> Option<Unlinked<A::Pointer>> {
         let link = self.raw.last();
         // SAFETY: we are the writer; `link` is the last member.
         (!link.is_null()).then(|| unsafe { self.raw.take(link) })
@@ -490,14 +495,15 @@ impl<'l, A: Adapter<Link = Link>> ListWriter<'l, A> {
     pub fn replace(
         &mut self,
         old: &A::Value,
-        new: Arc<A::Value>,
-    ) -> Result<Unlinked<A::Value>, Refused<A::Value>> {
+        new: A::Pointer,
+    ) -> Result<Unlinked<A::Pointer>, Refused<A::Pointer>> {
         let Some(at) = self.raw.member(old) else { return Err(Refused(new)) };
         let link = self.raw.claim(new)?;
         // SAFETY: we are the writer; `at` is a member and `link` is claimed and unlinked.
         let stored = unsafe { self.raw.swap_in(at, link) };
         RawList::<A>::disown(stored);
-        // SAFETY: `stored` is the list's `Arc::into_raw` pointer for `old`.
+        // SAFETY: `value_ptr(stored)` is the `NodePtr::into_raw` pointer of the list's reference
+        // to `old`, which passes to the `Unlinked`.
         Ok(unsafe { Unlinked::from_raw(A::value_ptr(stored)) })
     }
 
@@ -613,7 +619,7 @@ impl<A: Adapter<Link = Link>> RawList<A> {
     unsafe fn swap_in(&self, at: *const Link, link: *const Link) -> *const Link {
         // SAFETY: forwarded.
         let (prev, next) = unsafe { Self::neighbours(at) };
-        // SAFETY: `link` is alive (we own its node's count).
+        // SAFETY: `link` is alive (the list owns a reference to its node).
         let l = unsafe { &*link };
         l.prev.store(prev.cast_mut(), Ordering::Relaxed);
         // Release: see `link_between`.
@@ -685,7 +691,7 @@ impl<'g, A: Adapter<Link = Link>> CursorMut<'_, 'g, A> {
     }
 
     /// Takes the current node off the list and steps to the next one.
-    pub fn remove_current(&mut self) -> Option<Unlinked<A::Value>> {
+    pub fn remove_current(&mut self) -> Option<Unlinked<A::Pointer>> {
         if self.cur.is_null() {
             return None;
         }
@@ -698,7 +704,7 @@ impl<'g, A: Adapter<Link = Link>> CursorMut<'_, 'g, A> {
     }
 
     /// Inserts `node` before the current node (past the end: at the back); the cursor stays.
-    pub fn insert_before(&mut self, node: Arc<A::Value>) -> Result<(), Refused<A::Value>> {
+    pub fn insert_before(&mut self, node: A::Pointer) -> Result<(), Refused<A::Pointer>> {
         let link = self.raw.claim(node)?;
         let prev = if self.cur.is_null() {
             self.raw.last()
@@ -712,7 +718,7 @@ impl<'g, A: Adapter<Link = Link>> CursorMut<'_, 'g, A> {
     }
 
     /// Inserts `node` after the current node (past the end: at the front); the cursor stays.
-    pub fn insert_after(&mut self, node: Arc<A::Value>) -> Result<(), Refused<A::Value>> {
+    pub fn insert_after(&mut self, node: A::Pointer) -> Result<(), Refused<A::Pointer>> {
         let link = self.raw.claim(node)?;
         let next = if self.cur.is_null() {
             self.raw.first()

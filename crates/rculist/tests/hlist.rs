@@ -65,9 +65,9 @@ fn writer_ops_and_lookup() {
     assert_eq!(values(&chain), [0, 1, 2, 25, 3]);
     let guard = epoch::pin();
     assert_eq!(chain.find(&guard, |n| n.v == 25).map(|n| n.v), Some(25));
-    let arc = chain.find_arc(&guard, |n| n.v == 3).unwrap();
-    assert!(std::sync::Arc::ptr_eq(&arc, &n3));
-    drop(arc);
+    let owned = chain.find_owned(&guard, |n| n.v == 3).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&owned, &n3));
+    drop(owned);
     assert!(chain.find(&guard, |n| n.v == 9).is_none());
     drop(guard);
     let mut w = chain.lock();
@@ -203,9 +203,9 @@ fn summarised_finds_skip_chains_without_the_bit_and_survive_every_head_store() {
     chain.lock().set_summary(bit(2));
     assert_eq!(chain.find(&guard, |n| n.v == 1).map(|n| n.v), Some(1));
     assert_eq!(find(1), None);
-    assert!(chain.find_arc_summarised(&guard, bit(1), |n| n.v == 1).is_none());
+    assert!(chain.find_owned_summarised(&guard, bit(1), |n| n.v == 1).is_none());
     chain.lock().set_summary(bit(1));
-    assert_eq!(chain.find_arc_summarised(&guard, bit(17), |n| n.v == 17).map(|n| n.v), Some(17));
+    assert_eq!(chain.find_owned_summarised(&guard, bit(17), |n| n.v == 17).map(|n| n.v), Some(17));
     // An emptied chain keeps whatever summary it was given; it reads as empty all the same.
     {
         let mut w = chain.lock();

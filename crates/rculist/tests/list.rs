@@ -217,11 +217,11 @@ fn dropping_a_list_releases_its_references_later() {
 }
 
 #[test]
-fn unlinked_to_arc_keeps_the_node() {
+fn unlinked_to_ptr_keeps_the_node() {
     let list = List::<AAdapter>::new();
     list.lock().push_back(node(5)).unwrap();
     let gone = list.lock().pop_front().unwrap();
-    let kept = gone.to_arc();
+    let kept = gone.to_ptr();
     drop(gone);
     assert_eq!(kept.v, 5);
     assert!(wait_released(&kept));
