@@ -632,8 +632,7 @@ typedef struct udc_stats {
      */
     uint64_t rename_sections;
     /**
-     * Inode objects handed out again after their grace period (process-wide: the pool is
-     * shared by every cache of the process).
+     * Inode objects this cache's pool handed out again after their grace period.
      */
     uint64_t inodes_recycled;
     /**
@@ -666,6 +665,11 @@ typedef struct udc_stats {
      * Calls of the access callback (or its default): access-cache misses.
      */
     uint64_t access_calls;
+    /**
+     * Dentries made in a recycled cell of the name table's pool (freed at least a grace
+     * period before) rather than a fresh allocation.
+     */
+    uint64_t dentries_recycled;
 } udc_stats;
 
 #ifdef __cplusplus

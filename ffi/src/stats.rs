@@ -40,8 +40,7 @@ pub struct udc_stats {
     pub complete_dir_negatives: u64,
     /// Rename write sections opened (renames, directory unlinks and forgets).
     pub rename_sections: u64,
-    /// Inode objects handed out again after their grace period (process-wide: the pool is
-    /// shared by every cache of the process).
+    /// Inode objects this cache's pool handed out again after their grace period.
     pub inodes_recycled: u64,
     /// Calls of the revalidate callback (or its default), lockless and blocking.
     pub revalidations: u64,
@@ -59,6 +58,9 @@ pub struct udc_stats {
     pub access_hits: u64,
     /// Calls of the access callback (or its default): access-cache misses.
     pub access_calls: u64,
+    /// Dentries made in a recycled cell of the name table's pool (freed at least a grace
+    /// period before) rather than a fresh allocation.
+    pub dentries_recycled: u64,
 }
 versioned!(udc_stats);
 
@@ -88,6 +90,7 @@ impl udc_stats {
             fallback_needs_block: s.fallback_needs_block,
             access_hits: s.access_hits,
             access_calls: s.access_calls,
+            dentries_recycled: s.dentries_recycled,
         }
     }
 
@@ -119,6 +122,7 @@ impl udc_stats {
             ("fallback_needs_block", self.fallback_needs_block),
             ("access_hits", self.access_hits),
             ("access_calls", self.access_calls),
+            ("dentries_recycled", self.dentries_recycled),
         ];
         for (name, value) in fields {
             let _ = writeln!(t, "{name} {value}");

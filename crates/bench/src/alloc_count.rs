@@ -37,3 +37,25 @@ unsafe impl GlobalAlloc for Counting {
 pub fn live_bytes() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
+
+/// Live heap bytes once the frees still deferred by earlier work have run: flushes the epoch
+/// until 1,000 flushes in a row bring the count no lower (a flush itself allocates and frees
+/// the epoch's bag nodes, so the count never quite stands still). A measurement starts from
+/// here, so that what a table dropped before it gives back late (its entries are released a
+/// grace period after the drop, and their pool after the last of them) is not subtracted from
+/// what it measures.
+pub fn settled_live_bytes() -> usize {
+    let mut low = live_bytes();
+    let mut quiet = 0;
+    while quiet < 1_000 {
+        udcache_neghash::epoch::pin().flush();
+        let now = live_bytes();
+        if now < low {
+            low = now;
+            quiet = 0;
+        } else {
+            quiet += 1;
+        }
+    }
+    live_bytes()
+}

@@ -54,6 +54,21 @@ fn stats_count_objects_and_peak() {
 }
 
 #[test]
+fn trim_starts_the_grace_period_it_waits_for() {
+    // Fewer frees than `request_every`: nothing else asks for a grace period to start.
+    let p = pool(PoolConfig::default().with_request_every(1_000));
+    drop((0..5).map(|_| p.alloc()).collect::<Vec<_>>());
+    let mut released = p.trim();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while released < 5 {
+        assert!(std::time::Instant::now() < deadline, "trim released {released} of 5");
+        udcache_gp::pin().flush();
+        released += p.trim();
+    }
+    assert_eq!(p.stats().parked, 0);
+}
+
+#[test]
 fn cap_reached_stalls_on_the_oldest_cookie_instead_of_growing() {
     let p = pool(PoolConfig::default().with_max_objects(Some(4)));
     for _ in 0..50 {

@@ -40,7 +40,8 @@
 use std::fmt;
 
 use crate::name::NameBuf;
-use crate::sync::{AtomicU32, Ordering, fence, spin};
+use crate::pooled::{EntryRef, Home};
+use crate::sync::{AtomicU32, AtomicUsize, Ordering, fence, spin};
 use udcache_rculist::{Adapter, BareLink, HLink};
 
 pub(crate) const NEGATIVE: u32 = 1;
@@ -65,8 +66,8 @@ const SEQ_MASK: u32 = !(SEQ_ONE - 1);
 ///
 /// `repr(C)` keeps what a lookup touches together at the front — the chain link it follows,
 /// the key word, parent and state it compares and marks, the value a hit reads, then the name
-/// (a short name ends early in its 32 bytes) — and what only writers touch (the LRU link)
-/// behind it.
+/// (a short name ends early in its 32 bytes) — and what only writers and holders touch (the
+/// LRU link, the count of references and the pool the entry came from) behind it.
 #[repr(C)]
 pub struct Entry<V> {
     pub(crate) chain: HLink,
@@ -78,11 +79,24 @@ pub struct Entry<V> {
     value: V,
     name: NameBuf,
     pub(crate) lru: BareLink,
+    /// How many [`EntryRef`]s exist (see `pooled.rs`); only holders touch it. A word, like an
+    /// `Arc`'s: handles may be leaked (`mem::forget` of a `Held`), and a 32-bit count could
+    /// then wrap to a false last reference.
+    pub(crate) strong: AtomicUsize,
+    /// The pool the entry goes back to.
+    pub(crate) home: Home,
 }
 
 impl<V> Entry<V> {
-    pub(crate) fn new(key: u64, parent: u64, name: &[u8], state: u32, value: V) -> Self {
+    pub(crate) fn new(
+        (key, parent, name): (u64, u64, &[u8]),
+        state: u32,
+        value: V,
+        home: Home,
+    ) -> Self {
         Entry {
+            strong: AtomicUsize::new(1),
+            home,
             chain: HLink::new(),
             lru: BareLink::new(),
             key,
@@ -276,6 +290,7 @@ pub(crate) struct LruAdapter<V>(std::marker::PhantomData<V>);
 unsafe impl<V: Send + Sync + 'static> Adapter for ChainAdapter<V> {
     type Value = Entry<V>;
     type Link = HLink;
+    type Pointer = EntryRef<V>;
 
     unsafe fn link_ptr(value: *const Entry<V>) -> *const HLink {
         // SAFETY: the caller passes a live entry; taking a field address creates no reference.
@@ -292,6 +307,7 @@ unsafe impl<V: Send + Sync + 'static> Adapter for ChainAdapter<V> {
 unsafe impl<V: Send + Sync + 'static> Adapter for LruAdapter<V> {
     type Value = Entry<V>;
     type Link = BareLink;
+    type Pointer = EntryRef<V>;
 
     unsafe fn link_ptr(value: *const Entry<V>) -> *const BareLink {
         // SAFETY: the caller passes a live entry; taking a field address creates no reference.

@@ -25,7 +25,11 @@
 //!   word, whose summary bits answer most misses alone, then a chain walk comparing hash
 //!   and length as one word before the parent and the bytes. A hit writes nothing shared
 //!   except the referenced bit, and only when it is clear.
-//! - **Inserts and removals** lock one bucket. Removed entries are freed after a grace period.
+//! - **Inserts and removals** lock one bucket. Entries come from the table's `udcache-gp`
+//!   pool; a removed entry goes back to it once no reader can see it (its chain lets go of it a
+//!   grace period after the removal), and the pool reuses the cell after its own grace
+//!   period, so a flood of short-lived negatives recycles a bounded set of cells
+//!   ([`Stats::recycled`]); [`NegHash::shrink`] gives parked cells back to the allocator.
 //! - **Rule 1** (the 2020 rule): when a negative entry becomes unused, clear its referenced
 //!   bit; in a run of negative, settled, unreferenced entries, keep three and evict the next.
 //! - **Rule 2** (beyond it): at most `cap` negatives per bucket whatever their bits, evicting
@@ -73,6 +77,7 @@ mod entry;
 pub mod hashing;
 mod lru;
 mod name;
+mod pooled;
 mod stats;
 mod sync;
 mod table;

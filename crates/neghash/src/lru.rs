@@ -19,7 +19,7 @@
 //! - Like the kernel's `nr_unused`, the `Unused` counter counts entries on an LRU: an entry
 //!   held again stays there (and counted) until `shrink` or an eviction takes it off.
 
-use std::sync::Arc;
+use crate::pooled::EntryRef;
 
 use udcache_rculist::{BareList, BareWriter};
 
@@ -58,7 +58,7 @@ impl<V: Send + Sync + 'static> Lru<V> {
     }
 
     /// Puts `entry` on the LRU of its kind, unless it is there already.
-    pub(crate) fn add(&self, lock: &BucketLock<'_, V>, entry: &Arc<Entry<V>>, counters: &Counters) {
+    pub(crate) fn add(&self, lock: &BucketLock<'_, V>, entry: &EntryRef<V>, counters: &Counters) {
         if entry.has(ON_LRU) {
             return;
         }
@@ -68,7 +68,7 @@ impl<V: Send + Sync + 'static> Lru<V> {
     }
 
     /// Pushes `entry` on its shard's list of kind `negative` and records which (see the rules).
-    fn push(&self, lock: &BucketLock<'_, V>, entry: &Arc<Entry<V>>, negative: bool) -> bool {
+    fn push(&self, lock: &BucketLock<'_, V>, entry: &EntryRef<V>, negative: bool) -> bool {
         let mut list = self.list(lock.index(), negative).lock();
         if list.push_back(entry.clone()).is_err() {
             return false;
@@ -109,7 +109,7 @@ impl<V: Send + Sync + 'static> Lru<V> {
     }
 
     /// Moves `entry` to the LRU of its kind after a flip of `NEGATIVE`, if it is on an LRU.
-    pub(crate) fn refile(&self, lock: &BucketLock<'_, V>, entry: &Arc<Entry<V>>) {
+    pub(crate) fn refile(&self, lock: &BucketLock<'_, V>, entry: &EntryRef<V>) {
         // Relaxed: a filter; `unlink` decides on its own load (see there).
         let state = entry.state.load(Ordering::Relaxed);
         let (negative, on_negative) = (state & NEGATIVE != 0, state & ON_NEGATIVE_LRU != 0);
@@ -125,7 +125,7 @@ impl<V: Send + Sync + 'static> Lru<V> {
         shard: usize,
         negative: bool,
         counters: &Counters,
-    ) -> Option<Arc<Entry<V>>> {
+    ) -> Option<EntryRef<V>> {
         let s = &self.shards[shard];
         let mut list: BareWriter<'_, LruAdapter<V>> =
             if negative { s.neg.lock() } else { s.pos.lock() };

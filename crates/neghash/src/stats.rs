@@ -63,6 +63,11 @@ pub struct Stats {
     pub evicted_global: u64,
     /// Entries evicted by `shrink`.
     pub evicted_shrink: u64,
+    /// Entries made in a recycled pool cell (one freed at least a grace period before) rather
+    /// than a fresh allocation.
+    pub recycled: u64,
+    /// Freed entries' cells parked in the pool, waiting for reuse.
+    pub parked: u64,
 }
 
 impl Stats {

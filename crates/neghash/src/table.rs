@@ -44,6 +44,7 @@ use udcache_rculist::{HListBl, HListWriter};
 use crate::entry::{ChainAdapter, Entry, NEGATIVE, ON_LRU, REFERENCED, UNHASHED, WORKINGSET};
 use crate::hashing::{KeyHash, KeyHasher, NameHash};
 use crate::lru::Lru;
+use crate::pooled::{EntryPool, EntryRef, new_pool};
 use crate::stats::{C, Counters, Stats};
 use crate::sync::{AtomicU32, Ordering};
 use crate::trim;
@@ -158,6 +159,8 @@ pub struct NegHash<V: Send + Sync + 'static> {
     /// Per bucket, the hash of the negative it last evicted (0: none); under the bucket lock.
     /// Empty without admission, which alone reads and writes them.
     ghosts: Box<[AtomicU32]>,
+    /// Where entries come from and go back to (see `pooled.rs`).
+    pool: Arc<EntryPool<V>>,
 }
 
 /// What [`NegHash::bucket_shape`] reports of one entry.
@@ -204,6 +207,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             config,
             counters: Counters::new(),
             ghosts: (0..ghosts).map(|_| AtomicU32::new(0)).collect(),
+            pool: new_pool(),
         }
     }
 
@@ -324,7 +328,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         let (key, b) = self.locate(parent, name);
         let guard = epoch::pin();
         let entry = self.buckets[b]
-            .find_arc_summarised(&guard, summary_bit(key), |e| e.matches(key, parent, name))?;
+            .find_owned_summarised(&guard, summary_bit(key), |e| e.matches(key, parent, name))?;
         entry.touch();
         entry.try_hold()?;
         let held = Held::new(entry, self, b);
@@ -342,12 +346,15 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         value: V,
     ) -> Result<Held<'_, V>, Held<'_, V>> {
         let (key, b) = self.locate(parent, name);
+        // The cell first: finding a reusable one may run deferred functions, which are better
+        // not run under the bucket lock. (Unused if the name is present: parked again.)
+        let cell = self.pool.alloc();
         let guard = epoch::pin();
         let mut lock = self.lock_bucket(b);
         // Under the bucket lock no entry on the chain is claimed (claims happen under it and
         // finish before it is released), so `try_hold` cannot fail here.
         let found = self.buckets[b]
-            .find_arc_summarised(&guard, summary_bit(key), |e| e.matches(key, parent, name));
+            .find_owned_summarised(&guard, summary_bit(key), |e| e.matches(key, parent, name));
         if let Some(found) = found {
             found.try_hold().expect("no claimed entry on a chain under its lock");
             return Err(Held::new(found, self, b));
@@ -357,7 +364,9 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             true if self.config.admission && self.refault(&lock, key) => NEGATIVE | WORKINGSET,
             true => NEGATIVE,
         };
-        let entry = Arc::new(Entry::new(key, parent, name, state, value));
+        let entry = EntryRef::new(cell, &self.pool, |home| {
+            Entry::new((key, parent, name), state, value, home)
+        });
         // The bit first: no summarised find may see the entry without it.
         lock.chain.add_summary(summary_bit(key));
         if lock.chain.push_front(entry.clone()).is_err() {
@@ -372,20 +381,26 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     }
 
     /// Evicts up to `n` unused entries, negatives first, oldest first, giving referenced ones a
-    /// second chance; returns how many were evicted. The memory-pressure hook.
+    /// second chance; returns how many were evicted. The memory-pressure hook: it also gives
+    /// back to the allocator the pooled cells of entries freed earlier whose grace period has
+    /// passed (those evicted now come back to the pool a grace period later).
     pub fn shrink(&self, n: usize) -> usize {
         let mut done = trim::shrink(self, n, true);
         if done < n {
             done += trim::shrink(self, n - done, false);
         }
+        self.pool.trim();
         done
     }
 
     /// Evicts up to `n` unused *negative* entries, oldest first, second chances given as by
     /// [`shrink`](Self::shrink); returns how many. For callers whose positive entries carry
-    /// bookkeeping of their own (see [`oldest_unused`](Self::oldest_unused)).
+    /// bookkeeping of their own (see [`oldest_unused`](Self::oldest_unused)). Gives back
+    /// pooled cells as `shrink` does.
     pub fn shrink_negative(&self, n: usize) -> usize {
-        trim::shrink(self, n, true)
+        let done = trim::shrink(self, n, true);
+        self.pool.trim();
+        done
     }
 
     /// Holds up to `n` of the least recently used unused entries of one kind (`negative`), for
@@ -449,6 +464,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
         let c = &self.counters;
+        let pool = self.pool.stats();
         Stats {
             entries: c.sum(C::Entries),
             unused: c.sum(C::Unused),
@@ -458,6 +474,8 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             evicted_rule2: c.sum(C::EvictRule2),
             evicted_global: c.sum(C::EvictGlobal),
             evicted_shrink: c.sum(C::EvictShrink),
+            recycled: pool.recycled,
+            parked: pool.parked as u64,
         }
     }
 
@@ -533,7 +551,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     }
 
     /// Called by [`Held`]'s drop: the last release settles the entry.
-    fn release(&self, entry: &Arc<Entry<V>>, bucket: usize) {
+    fn release(&self, entry: &EntryRef<V>, bucket: usize) {
         // Release: pairs with the Acquire of an evictor's claim (the evictor sees our writes).
         if entry.refs.fetch_sub(1, Ordering::Release) != 1 {
             return;
@@ -570,7 +588,7 @@ impl<V: Send + Sync + 'static> std::fmt::Debug for NegHash<V> {
 /// A held entry: never evicted while the handle lives. Dropping it releases the hold; the last
 /// release of a negative entry runs the trimming rules on its bucket.
 pub struct Held<'t, V: Send + Sync + 'static> {
-    entry: Arc<Entry<V>>,
+    entry: EntryRef<V>,
     table: &'t NegHash<V>,
     bucket: usize,
     /// Releases lock a bucket and pin: keep handles on the thread that is done with them
@@ -580,7 +598,7 @@ pub struct Held<'t, V: Send + Sync + 'static> {
 
 impl<'t, V: Send + Sync + 'static> Held<'t, V> {
     /// Wraps a hold already taken on `entry` (of bucket `bucket`).
-    pub(crate) fn new(entry: Arc<Entry<V>>, table: &'t NegHash<V>, bucket: usize) -> Self {
+    pub(crate) fn new(entry: EntryRef<V>, table: &'t NegHash<V>, bucket: usize) -> Self {
         Held { entry, table, bucket, _not_send: PhantomData }
     }
 

@@ -57,7 +57,7 @@
 //! a second chance (bit cleared, back to the LRU's tail) and evicting the rest if still
 //! unused. It pops with only the LRU lock, then takes the bucket lock: the lock order holds.
 
-use std::sync::Arc;
+use crate::pooled::EntryRef;
 use std::sync::atomic::AtomicUsize;
 
 use udcache_rculist::epoch::{self, Guard};
@@ -114,7 +114,7 @@ fn settled_negative<V>(e: &Entry<V>) -> bool {
 pub(crate) fn run_rule<V: Send + Sync + 'static>(
     t: &NegHash<V>,
     lock: &mut BucketLock<'_, V>,
-    released: &Arc<Entry<V>>,
+    released: &EntryRef<V>,
     guard: &Guard,
 ) {
     clear_referenced(released);
@@ -307,7 +307,7 @@ fn scan_lru<V: Send + Sync + 'static>(
     t: &NegHash<V>,
     n: usize,
     negative: bool,
-    mut take: impl FnMut(&mut BucketLock<'_, V>, &Arc<Entry<V>>, &Guard) -> bool,
+    mut take: impl FnMut(&mut BucketLock<'_, V>, &EntryRef<V>, &Guard) -> bool,
 ) -> usize {
     let shards = t.lru().shards();
     // Relaxed: only spreads scans over shards.

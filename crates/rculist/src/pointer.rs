@@ -18,8 +18,10 @@
 //! # Why the grace period is the list's business, not the pointer's
 //!
 //! Dropping the last reference may free the node or hand its memory to the next user of a
-//! pool. Lockless readers may still stand on a node the list just gave up, so every list drops
-//! its reference only after a crossbeam-epoch grace period ([`Unlinked`](crate::Unlinked)).
+//! pool. Lockless readers may still stand on a node the list just gave up, so every list they
+//! walk drops its reference only after a crossbeam-epoch grace period
+//! ([`Unlinked`](crate::Unlinked)). ([`BareList`](crate::BareList), which no lockless reader
+//! walks, hands its reference back at once.)
 //! The pointer type need not know about readers at all; it only has to count references
 //! correctly and keep the node where it is while any reference exists.
 //!

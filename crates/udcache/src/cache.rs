@@ -765,6 +765,7 @@ impl Dcache {
             coalesced_misses: self.events.get(Event::CoalescedMiss),
             complete_dir_negatives: self.events.get(Event::CompleteDirNegative),
             inodes_recycled: self.pool.stats().recycled,
+            dentries_recycled: n.recycled,
             readdir_hits: r.hits,
             readdir_misses: r.misses,
             revalidations: self.events.get(Event::Revalidation),

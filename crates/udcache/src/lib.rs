@@ -130,20 +130,22 @@
 //!
 //! Inodes come from a `udcache-gp` pool and are recycled for other files only after a grace
 //! period ([`Stats::inodes_recycled`]); the loom model checks that a reader holding one keeps
-//! seeing its own file.
+//! seeing its own file. Dentries come from the name table's own `udcache-gp` pool
+//! (`udcache-neghash` keeps its entries there): a dentry's cell goes back to the pool once no
+//! reader can see it — its hash chain lets go of it a grace period after the unhash — and is
+//! reused for another name after the pool's own grace period ([`Stats::dentries_recycled`]);
+//! [`Dcache::shrink`] gives parked cells back to the allocator.
 //!
-//! Not done: dentries are not pooled — a dentry is a `udcache-neghash` entry, freed a grace
-//! period after its removal (crossbeam epoch) rather than recycled, which gives readers the
-//! same guarantee without reuse. That costs speed: each dentry is its own 128-byte `Arc`
-//! allocation among the other allocations an `add` makes (inode, alias, child-map name), about
-//! 720 bytes apart on a tree built in one go, so a walk over a tree larger than the caches
-//! misses the TLB and wastes the adjacent-line prefetch on most steps. Measured on the
-//! `lookup` benchmark's tree: the bare name table walked component by component runs at
-//! 0.86–1.21 times papaya's time per component, the cache's walk at 1.5–2.0 times; with
-//! glibc's heap on transparent huge pages, the cache's walk gained about 0.2 of that. Packing
-//! dentries into slabs of their own is the fix; it needs `udcache-rculist` to hold nodes
-//! through a pool handle rather than an `Arc`. A dentry's sequence count covers its inode and validity word,
-//! not its place in the tree: a rename makes a new dentry, and walks are validated by the
+//! Not done: the `lookup` benchmark's target. A cached 6-component walk costs about 1.5 to 2
+//! times papaya's per component on this 2-core machine, where the bare name table walked
+//! component by component runs at 0.86–1.21 times papaya's. Measured causes, none removed:
+//! each dentry is its own allocation among the other allocations an `add` makes (inode,
+//! alias, child-map name) — the pool makes fresh cells one allocation at a time, so pooling
+//! did not pack them — about 720 bytes apart on a tree built in one go, so a walk over a tree
+//! larger than the caches misses the TLB on most steps. With glibc's heap on transparent huge
+//! pages the walk gained about 0.2 of that ratio; a probe that packed dentries contiguously
+//! gained about 0.1. A dentry's sequence count covers its inode and validity word, not its
+//! place in the tree: a rename makes a new dentry, and walks are validated by the
 //! global rename sequence, which is coarser than the kernel's per-dentry check (any rename
 //! sends overlapping walks to the fallback).
 

@@ -112,9 +112,11 @@ pub struct Stats {
     /// Misses answered "does not exist" by a complete cached listing, with no filesystem call
     /// and no negative dentry.
     pub complete_dir_negatives: u64,
-    /// Inode objects the `udcache-gp` pool handed out again after their grace period (the
-    /// pool is shared by every cache of the process: a process-wide figure).
+    /// Inode objects this cache's `udcache-gp` pool handed out again after their grace period.
     pub inodes_recycled: u64,
+    /// Dentries made in a recycled cell of the name table's `udcache-gp` pool (one freed at
+    /// least a grace period before) rather than a fresh allocation.
+    pub dentries_recycled: u64,
     /// Directory reads served wholly from cached listings.
     pub readdir_hits: u64,
     /// Directory reads that called the filesystem's readdir.
@@ -176,6 +178,7 @@ impl fmt::Display for Stats {
         writeln!(f, "coalesced_misses {}", self.coalesced_misses)?;
         writeln!(f, "complete_dir_negatives {}", self.complete_dir_negatives)?;
         writeln!(f, "inodes_recycled {}", self.inodes_recycled)?;
+        writeln!(f, "dentries_recycled {}", self.dentries_recycled)?;
         writeln!(f, "readdir_hits {}", self.readdir_hits)?;
         writeln!(f, "readdir_misses {}", self.readdir_misses)?;
         writeln!(f, "revalidations {}", self.revalidations)?;

@@ -331,3 +331,24 @@ fn a_flood_of_misses_stays_bounded() {
     assert!(s.negative_evictions >= 20_000 - 3 * 64);
     c.verify().unwrap();
 }
+
+#[test]
+fn evicted_dentries_are_recycled_after_their_grace_period() {
+    let c = Dcache::new(Config::for_entries(64).with_buckets(64));
+    // Waves of misses: each evicts older negatives, whose cells come back to the name table's
+    // pool and serve later waves once no reader can see them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut wave = 0u32;
+    while c.stats().dentries_recycled == 0 {
+        assert!(std::time::Instant::now() < deadline, "no dentry recycled: {}", c.stats());
+        for i in 0..1_000u32 {
+            c.add_negative(ROOT_INO, format!("miss-{wave}-{i}").as_bytes()).unwrap();
+        }
+        epoch::pin().flush();
+        wave += 1;
+    }
+    let s = c.stats();
+    assert!(s.per_bucket() <= 3.0, "{s}");
+    assert!(s.to_string().contains(&format!("dentries_recycled {}", s.dentries_recycled)));
+    c.verify().unwrap();
+}

@@ -20,7 +20,7 @@ use std::time::Instant;
 use udcache::{Config, Dcache, Filesystem, InodeSpec, ROOT_INO, Resolved};
 
 use crate::Options;
-use crate::alloc_count::live_bytes;
+use crate::alloc_count::{live_bytes, settled_live_bytes};
 use crate::report::{Report, Row};
 
 /// The per-bucket cap of the default configuration.
@@ -43,7 +43,7 @@ fn flood(
     iterations: u32,
     names: u32,
 ) -> (f64, f64) {
-    let before = live_bytes();
+    let before = settled_live_bytes();
     let cache = Dcache::new(Config::for_entries(buckets).with_negative_cap(Some(CAP)));
     assert_eq!(cache.stats().nr_buckets, buckets as u64);
     let start = Instant::now();

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use udcache_neghash::{Config, NegHash, epoch};
 
 use crate::Options;
-use crate::alloc_count::live_bytes;
+use crate::alloc_count::{live_bytes, settled_live_bytes};
 use crate::report::{Report, Row};
 
 const CAP: usize = 6;
@@ -51,7 +51,7 @@ fn flood(
     names: u32,
     budget: Duration,
 ) -> (f64, f64) {
-    let before = live_bytes();
+    let before = settled_live_bytes();
     let table: NegHash<()> = NegHash::new(config(variant, buckets));
     let start = Instant::now();
     let mut name = String::with_capacity(16);

@@ -286,13 +286,19 @@ impl<T: Send + 'static> GpPool<T> {
     }
 
     /// Releases the memory of parked objects whose grace period has completed; returns how
-    /// many. Use it after a burst, when the pool holds more than it needs.
+    /// many. Use it after a burst, when the pool holds more than it needs. For the objects
+    /// left parked it asks for a grace period to start (one covers them all: cookies are
+    /// ordered), so that a later `trim` can release them.
     pub fn trim(&self) -> usize {
         let mut released = 0;
+        let mut pending = None;
         for shard in self.shards.iter() {
             let batches: Vec<_> = {
                 let mut sh = lock(&shard.0);
-                std::iter::from_fn(|| sh.take_oldest_batch_if(completed)).collect()
+                let done: Vec<_> =
+                    std::iter::from_fn(|| sh.take_oldest_batch_if(completed)).collect();
+                pending = pending.max(sh.newest_cookie());
+                done
             };
             for slot in batches.into_iter().flat_map(shard::Batch::drain) {
                 // SAFETY: the batch's grace period completed: no reader can see the slot.
@@ -301,6 +307,9 @@ impl<T: Send + 'static> GpPool<T> {
             }
         }
         self.objects.fetch_sub(released, Relaxed);
+        if let Some(c) = pending {
+            request(c);
+        }
         released
     }
 

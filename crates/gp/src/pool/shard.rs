@@ -119,6 +119,11 @@ impl<T> Shard<T> {
         self.batches.front().map(|b| b.cookie)
     }
 
+    /// The cookie of the newest parked object.
+    pub(crate) fn newest_cookie(&self) -> Option<GpCookie> {
+        self.batches.back().map(|b| b.cookie)
+    }
+
     /// How many objects are parked here.
     pub(crate) fn parked(&self) -> usize {
         self.parked
