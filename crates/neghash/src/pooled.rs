@@ -92,9 +92,8 @@ impl<V: Send + Sync + 'static> EntryRef<V> {
         debug_assert!(std::ptr::eq(PoolBox::pool(&cell), &**pool), "a cell of another pool");
         let mut cell = cell;
         // The entry's count of the pool, given back in `free`.
-        let home = Arc::into_raw(Arc::clone(pool)).cast_mut();
-        // SAFETY: `Arc::into_raw` never returns null.
-        cell.0.write(make(Home(unsafe { NonNull::new_unchecked(home) }.cast())));
+        let home = NonNull::new(Arc::into_raw(Arc::clone(pool)).cast_mut()).expect("not null");
+        cell.0.write(make(Home(home.cast())));
         EntryRef(PoolBox::into_raw(cell).cast())
     }
 
