@@ -10,8 +10,8 @@
 //!   ([`get_state`](crate::get_state): a SeqCst fence and a load) and parks the object in the
 //!   batch for that cookie. Every `request_every`th free of a shard also asks for a grace period
 //!   to start (after the lock is dropped), so one grace period serves many frees.
-//! - **Alloc**: the oldest parked object of the thread's shard if its cookie has completed
-//!   (a load and a compare); else a completed batch stolen from another shard (`try_lock` only);
+//! - **Alloc**: an object of the thread's shard's oldest batch (the one freed last within it)
+//!   if that batch's cookie has completed (a load and a compare); else a completed batch stolen from another shard (`try_lock` only);
 //!   else a fresh object. Only when `max_objects` is reached and nothing is reusable does it
 //!   wait: on the oldest parked cookie, counted and timed as a stall.
 //! - **Locks.** One mutex per shard; a thread takes its own shard's lock and, while holding it,
@@ -230,8 +230,8 @@ impl<T: Send + 'static> GpPool<T> {
         &self.config
     }
 
-    /// An object: the oldest parked one whose grace period has completed, re-initialised, or
-    /// else a fresh one. Blocks only at `max_objects` with nothing reusable.
+    /// An object: one from the oldest batch of parked objects whose grace period has
+    /// completed, re-initialised, or else a fresh one. Blocks only at `max_objects` with nothing reusable.
     ///
     /// # Panics
     ///
