@@ -136,7 +136,23 @@ impl<P> std::error::Error for Refused<P> {}
 /// Whether `guard` pins the default collector, the one every reader of these lists must use.
 #[inline]
 pub(crate) fn is_default_guard(guard: &Guard) -> bool {
-    guard.collector().is_some_and(|c| c == epoch::default_collector())
+    guard.collector().is_some_and(|c| c == default_collector())
+}
+
+/// crossbeam-epoch's default collector, kept in a `OnceLock` of this crate: its fast path (a
+/// load and a compare) is inlined into every reader, where crossbeam's own accessor is a call
+/// into another crate on each list search.
+#[cfg(not(loom))]
+#[inline]
+fn default_collector() -> &'static epoch::Collector {
+    static DEFAULT: std::sync::OnceLock<&'static epoch::Collector> = std::sync::OnceLock::new();
+    DEFAULT.get_or_init(epoch::default_collector)
+}
+
+/// Under loom the default collector is made anew for each model execution: asked every time.
+#[cfg(loom)]
+fn default_collector() -> &'static epoch::Collector {
+    epoch::default_collector()
 }
 
 /// Panics unless `guard` pins the default collector: a reader protected by another collector
