@@ -39,7 +39,7 @@
 
 use std::fmt;
 
-use crate::name::NameBuf;
+use crate::name::{NameBuf, same_name};
 use crate::pooled::{EntryRef, Home};
 use crate::sync::{AtomicU32, AtomicUsize, Ordering, fence, spin};
 use udcache_rculist::{Adapter, BareLink, HLink};
@@ -199,7 +199,7 @@ impl<V> Entry<V> {
     }
 
     pub(crate) fn matches(&self, key: u64, parent: u64, name: &[u8]) -> bool {
-        self.key == key && self.parent == parent && self.name() == name
+        self.key == key && self.parent == parent && same_name(self.name(), name)
     }
 
     /// A lookup hit: set the referenced bit, writing nothing if it is already set.

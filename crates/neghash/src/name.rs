@@ -54,9 +54,42 @@ impl NameBuf {
     }
 }
 
+/// `a == b`, for names up to [`INLINE_NAME`] bytes read as two overlapping words from each
+/// end (4, 8 or 16 bytes wide) rather than by a call to `memcmp`: a lookup compares one name
+/// per hit, and for a dozen bytes the call costs more than the compare.
+#[inline]
+pub(crate) fn same_name(a: &[u8], b: &[u8]) -> bool {
+    fn ends<const N: usize>(s: &[u8]) -> Option<(&[u8; N], &[u8; N])> {
+        Some((s.first_chunk()?, s.last_chunk()?))
+    }
+    if a.len() != b.len() {
+        return false;
+    }
+    match a.len() {
+        16..=INLINE_NAME => ends::<16>(a) == ends::<16>(b),
+        8..16 => ends::<8>(a) == ends::<8>(b),
+        4..8 => ends::<4>(a) == ends::<4>(b),
+        _ => a == b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_name_sees_every_differing_byte() {
+        for len in 0..=INLINE_NAME + 8 {
+            let a: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            assert!(same_name(&a, &a.clone()));
+            for at in 0..len {
+                let mut b = a.clone();
+                b[at] ^= 0x40;
+                assert!(!same_name(&a, &b), "len {len}, byte {at}");
+            }
+            assert!(!same_name(&a, &[a.as_slice(), b"x"].concat()));
+        }
+    }
 
     #[test]
     fn inline_and_heap_round_trip() {
