@@ -42,7 +42,7 @@ fn recycles_only_after_the_grace_period_oldest_first() {
 
 #[test]
 fn stats_count_objects_and_peak() {
-    let p = pool(PoolConfig::default());
+    let p = pool(PoolConfig::default().with_fresh_run(1));
     let boxes: Vec<_> = (0..10).map(|_| p.alloc()).collect();
     drop(boxes);
     let s = p.stats();
@@ -54,9 +54,39 @@ fn stats_count_objects_and_peak() {
 }
 
 #[test]
+fn fresh_runs_leave_spares_that_trim_releases() {
+    let p = pool(PoolConfig::default().with_fresh_run(8).with_shards(1));
+    let mut live = vec![p.alloc()];
+    let s = p.stats();
+    assert_eq!((s.fresh, s.spares, s.objects, s.peak_objects), (1, 7, 8, 8));
+    live.extend((0..7).map(|_| p.alloc()));
+    let s = p.stats();
+    assert_eq!((s.fresh, s.spares, s.objects), (8, 0, 8), "the spares were handed out first");
+    assert!(live.iter().all(|o| o.1 == 0), "a spare is not re-initialised");
+    live.push(p.alloc());
+    let s = p.stats();
+    assert_eq!((s.fresh, s.spares, s.objects), (9, 7, 16), "a second run");
+    assert_eq!(p.trim(), 7, "the spares go back; the live objects stay");
+    assert_eq!((p.stats().spares, p.stats().objects), (0, 9));
+    drop(live);
+    synchronize();
+    assert_eq!(p.trim(), 9);
+    assert_eq!(p.stats().objects, 0);
+}
+
+#[test]
+fn a_fresh_run_stops_at_the_cap() {
+    let p = pool(PoolConfig::default().with_fresh_run(8).with_max_objects(Some(5)));
+    let live: Vec<_> = (0..5).map(|_| p.alloc()).collect();
+    let s = p.stats();
+    assert_eq!((s.objects, s.peak_objects, s.spares, s.fresh), (5, 5, 0, 5));
+    drop(live);
+}
+
+#[test]
 fn trim_starts_the_grace_period_it_waits_for() {
     // Fewer frees than `request_every`: nothing else asks for a grace period to start.
-    let p = pool(PoolConfig::default().with_request_every(1_000));
+    let p = pool(PoolConfig::default().with_request_every(1_000).with_fresh_run(1));
     drop((0..5).map(|_| p.alloc()).collect::<Vec<_>>());
     let mut released = p.trim();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

@@ -12,8 +12,16 @@
 //!   to start (after the lock is dropped), so one grace period serves many frees.
 //! - **Alloc**: an object of the thread's shard's oldest batch (the one freed last within it)
 //!   if that batch's cookie has completed (a load and a compare); else a completed batch stolen from another shard (`try_lock` only);
-//!   else a fresh object. Only when `max_objects` is reached and nothing is reusable does it
-//!   wait: on the oldest parked cookie, counted and timed as a stall.
+//!   else a spare of the shard; else a fresh run: `fresh_run` objects made back to back, one
+//!   handed out and the others kept as the shard's spares. Only when `max_objects` is reached
+//!   and nothing is reusable does it wait: on the oldest parked cookie, counted and timed as a
+//!   stall.
+//! - **Spares** have never been handed out, so no reader can have seen them: they need no
+//!   cookie and no re-initialisation. They exist for locality: objects made one at a time,
+//!   between the caller's other allocations, end up interleaved with them in memory; made in
+//!   a run, a burst of allocations (a directory's dentries added one after another) fills
+//!   whole pages with objects of this pool, so readers that walk them touch fewer pages (TLB
+//!   entries) and the allocator's neighbours of each object are objects of the same kind.
 //! - **Locks.** One mutex per shard; a thread takes its own shard's lock and, while holding it,
 //!   at most `try_lock`s others: no lock order to violate, no deadlock. Shards belong to the
 //!   pool, not to threads, so a thread that exits strands nothing: its shard is used by other
@@ -63,6 +71,7 @@ pub struct PoolConfig {
     request_every: u32,
     shards: usize,
     reuse: Reuse,
+    fresh_run: usize,
 }
 
 impl Default for PoolConfig {
@@ -72,6 +81,7 @@ impl Default for PoolConfig {
             request_every: 64,
             shards: 0,
             reuse: Reuse::AfterGracePeriod,
+            fresh_run: if cfg!(loom) { 1 } else { 32 },
         }
     }
 }
@@ -96,6 +106,16 @@ impl PoolConfig {
     /// available parallelism.
     pub fn with_shards(mut self, shards: usize) -> Self {
         self.shards = shards;
+        self
+    }
+
+    /// Objects made per fresh allocation (at least 1; default 32, 1 under loom): one is handed
+    /// out, the others wait on the allocating thread's shard as spares for its next
+    /// allocations (see the [module rules](self)). At most `fresh_run - 1` spares per shard;
+    /// [`GpPool::trim`] releases them. Within `max_objects`, a run is cut to what the cap
+    /// leaves.
+    pub fn with_fresh_run(mut self, objects: usize) -> Self {
+        self.fresh_run = objects.max(1);
         self
     }
 
@@ -130,20 +150,27 @@ impl PoolConfig {
     pub fn reuse(&self) -> Reuse {
         self.reuse
     }
+
+    /// Objects made per fresh allocation.
+    pub fn fresh_run(&self) -> usize {
+        self.fresh_run
+    }
 }
 
 /// Pool counters (a snapshot; each figure is exact, taken shard by shard).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
-    /// Objects made fresh by the `make` hook.
+    /// Objects handed out for the first time (made by the `make` hook).
     pub fresh: u64,
     /// Objects handed out again after being parked.
     pub recycled: u64,
     /// Objects parked now.
     pub parked: usize,
-    /// Live plus parked objects now.
+    /// Spares now: made in a fresh run, not yet handed out.
+    pub spares: usize,
+    /// Live, parked and spare objects now.
     pub objects: usize,
-    /// The most live plus parked objects there ever were.
+    /// The most live, parked and spare objects there ever were.
     pub peak_objects: usize,
     /// Times `alloc` had to wait for a grace period.
     pub stalls: u64,
@@ -248,7 +275,7 @@ impl<T: Send + 'static> GpPool<T> {
                 }
                 return PoolBox { slot, pool: self };
             }
-            if let Some(slot) = self.fresh() {
+            if let Some(slot) = self.fresh(home) {
                 return PoolBox { slot, pool: self };
             }
             self.stall();
@@ -285,21 +312,26 @@ impl<T: Send + 'static> GpPool<T> {
         self.park(Slot::from_value(ptr));
     }
 
-    /// Releases the memory of parked objects whose grace period has completed; returns how
-    /// many. Use it after a burst, when the pool holds more than it needs. For the objects
-    /// left parked it asks for a grace period to start (one covers them all: cookies are
-    /// ordered), so that a later `trim` can release them.
+    /// Releases the memory of parked objects whose grace period has completed, and of the
+    /// spares; returns how many. Use it after a burst, when the pool holds more than it needs.
+    /// For the objects left parked it asks for a grace period to start (one covers them all:
+    /// cookies are ordered), so that a later `trim` can release them.
     pub fn trim(&self) -> usize {
         let mut released = 0;
         let mut pending = None;
         for shard in self.shards.iter() {
-            let batches: Vec<_> = {
+            let (batches, spares) = {
                 let mut sh = lock(&shard.0);
                 let done: Vec<_> =
                     std::iter::from_fn(|| sh.take_oldest_batch_if(completed)).collect();
                 pending = pending.max(sh.newest_cookie());
-                done
+                (done, std::mem::take(&mut sh.spares))
             };
+            released += spares.len();
+            for spare in spares {
+                // SAFETY: never handed out: no reader has seen it.
+                unsafe { Slot::free(spare) };
+            }
             for slot in batches.into_iter().flat_map(shard::Batch::drain) {
                 // SAFETY: the batch's grace period completed: no reader can see the slot.
                 unsafe { Slot::free(slot) };
@@ -315,16 +347,18 @@ impl<T: Send + 'static> GpPool<T> {
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> PoolStats {
-        let (mut parked, mut recycled) = (0, 0);
+        let (mut parked, mut spares, mut recycled) = (0, 0, 0);
         for shard in self.shards.iter() {
             let sh = lock(&shard.0);
             parked += sh.parked();
+            spares += sh.spares.len();
             recycled += sh.recycled;
         }
         PoolStats {
             fresh: self.fresh.load(Relaxed),
             recycled,
             parked,
+            spares,
             objects: self.objects.load(Relaxed),
             peak_objects: self.peak.load(Relaxed),
             stalls: self.stalls.load(Relaxed),
@@ -394,20 +428,42 @@ impl<T: Send + 'static> GpPool<T> {
         None
     }
 
-    /// A fresh object, unless the cap is reached.
-    fn fresh(&self) -> Option<NonNull<Slot<T>>> {
+    /// A never-used object: a spare of shard `home`, or the first of a fresh run (the rest
+    /// become `home`'s spares); `None` at the cap.
+    fn fresh(&self, home: usize) -> Option<NonNull<Slot<T>>> {
+        // The guard is a temporary of this statement: the shard is unlocked before a run.
+        let spare = lock(&self.shards[home].0).spares.pop();
+        let slot = match spare {
+            Some(spare) => spare,
+            None => self.fresh_run(home)?,
+        };
+        // Relaxed: a statistic.
+        self.fresh.fetch_add(1, Relaxed);
+        Some(slot)
+    }
+
+    /// Makes up to `fresh_run` objects back to back (fewer if the cap is near, none at it);
+    /// returns the first and keeps the others as `home`'s spares.
+    fn fresh_run(&self, home: usize) -> Option<NonNull<Slot<T>>> {
+        let run = self.config.fresh_run;
+        let mut made = run;
         let before = match self.config.max_objects {
-            // Relaxed: the count is a budget, not a publication; the object itself is handed to
-            // this thread only.
-            Some(max) => {
-                self.objects.fetch_update(Relaxed, Relaxed, |n| (n < max).then_some(n + 1))
-            }
-            None => Ok(self.objects.fetch_add(1, Relaxed)),
+            // Relaxed: the count is a budget, not a publication; the objects themselves go to
+            // this thread and its shard only.
+            Some(max) => self.objects.fetch_update(Relaxed, Relaxed, |n| {
+                made = run.min(max.saturating_sub(n));
+                (made > 0).then_some(n + made)
+            }),
+            None => Ok(self.objects.fetch_add(run, Relaxed)),
         }
         .ok()?;
-        self.peak.fetch_max(before + 1, Relaxed);
-        self.fresh.fetch_add(1, Relaxed);
-        Some(Slot::boxed((self.make)(), self.id))
+        self.peak.fetch_max(before + made, Relaxed);
+        let first = Slot::boxed((self.make)(), self.id);
+        // Made newest first, so that the shard's stack hands them out in address order.
+        let mut spares: Vec<_> = (1..made).map(|_| Slot::boxed((self.make)(), self.id)).collect();
+        spares.reverse();
+        lock(&self.shards[home].0).spares.append(&mut spares);
+        Some(first)
     }
 
     /// At the cap with nothing reusable: wait for the oldest parked cookie, or for a free.
@@ -459,6 +515,10 @@ impl<T: Send + 'static> Drop for GpPool<T> {
     fn drop(&mut self) {
         let mut waiting = Vec::new();
         for shard in self.shards.iter() {
+            for spare in std::mem::take(&mut lock(&shard.0).spares) {
+                // SAFETY: never handed out: no reader has seen it.
+                unsafe { Slot::free(spare) };
+            }
             for batch in lock(&shard.0).drain().collect::<Vec<_>>() {
                 if completed(&batch.cookie) {
                     // SAFETY: the grace period completed: no reader can still see these.

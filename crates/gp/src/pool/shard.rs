@@ -39,10 +39,12 @@ impl<T> Batch<T> {
     }
 }
 
-/// A shard's parked batches and the counters only its lock holder updates.
+/// A shard's parked batches, its spares and the counters only its lock holder updates.
 pub(crate) struct Shard<T> {
     batches: VecDeque<Batch<T>>,
     parked: usize,
+    /// Objects of a fresh run not yet handed out (never seen by a reader), the next one last.
+    pub(crate) spares: Vec<NonNull<Slot<T>>>,
     /// Frees since this shard last asked for a grace period to start.
     pub(crate) frees_since_request: u32,
     /// Objects handed out again from this shard.
@@ -51,7 +53,13 @@ pub(crate) struct Shard<T> {
 
 impl<T> Shard<T> {
     pub(crate) fn new() -> Self {
-        Shard { batches: VecDeque::new(), parked: 0, frees_since_request: 0, recycled: 0 }
+        Shard {
+            batches: VecDeque::new(),
+            parked: 0,
+            spares: Vec::new(),
+            frees_since_request: 0,
+            recycled: 0,
+        }
     }
 
     /// Parks `slot` under `cookie`, which must be no older than the newest batch's.
