@@ -208,7 +208,7 @@ impl udc_walk_result {
     pub(crate) fn of(w: Walk<'_>) -> Self {
         let mut r = udc_walk_result { size: size_of::<udc_walk_result>(), ..Default::default() };
         match w {
-            Walk::Found(inode) => (r.kind, r.entry) = (UDC_WALK_FOUND, udc_entry::of_inode(inode)),
+            Walk::Found(inode) => (r.kind, r.entry) = (UDC_WALK_FOUND, udc_entry::of_inode(&inode)),
             Walk::Negative { at } => (r.kind, r.offset) = (UDC_WALK_NEGATIVE, at),
             Walk::Miss { parent, at } => (r.kind, r.parent, r.offset) = (UDC_WALK_MISS, parent, at),
             Walk::Symlink { inode, rest } => {

@@ -595,7 +595,12 @@ fuzz_target!(|input: Input| {
                 let g = epoch::pin();
                 let got = cache.walk(&g, root.get(), &path).map(MWalk::from);
                 if let Ok(Walk::Found(i)) = cache.walk(&g, root.get(), &path) {
-                    assert!(std::ptr::eq(i, cache.inode(&g, i.ino()).unwrap()), "stale walk");
+                    assert!(
+                        std::ptr::eq(i.inode(), cache.inode(&g, i.ino()).unwrap()),
+                        "stale walk"
+                    );
+                    let read = i.inode();
+                    assert_eq!((i.ino(), i.kind()), (read.ino(), read.kind()), "dentry's copy");
                 }
                 assert_eq!(got, model.walk(root.get(), &path), "walk({root:?}, {path:?})");
             }

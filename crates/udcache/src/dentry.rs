@@ -178,10 +178,27 @@ pub(crate) struct Dentry {
     ino: AtomicU64,
 }
 
-/// A dentry's inode as a walk step takes it: the reference (not dereferenced) with the number
-/// and file type the dentry keeps beside it.
-#[derive(Clone, Copy)]
-pub(crate) struct Named<'g> {
+/// An inode as a walk reached it: the reference, not yet read, with the number and file type
+/// the dentry that led to it keeps beside its pointer ([`Walk::Found`](crate::Walk::Found)).
+///
+/// [`ino`](Self::ino) and [`kind`](Self::kind) answer from what the walk already read, so a
+/// caller that needs only the number (to answer a FUSE `LOOKUP` from its own attributes, or
+/// to key its own table) spares the inode's cache line, a miss on a tree larger than the CPU's
+/// caches. Everything else of the inode is a `Deref` away. Both values are fixed for an
+/// inode's life and were read with the pointer in one snapshot of the dentry, so they are
+/// the inode's own.
+///
+/// ```
+/// use udcache::{Config, Dcache, FileType, InodeSpec, ROOT_INO, Walk, epoch};
+/// let cache = Dcache::new(Config::for_entries(16));
+/// cache.add(ROOT_INO, b"f", InodeSpec { ino: 7, kind: FileType::Regular, fs_data: 9 }).unwrap();
+/// let guard = epoch::pin();
+/// let Ok(Walk::Found(found)) = cache.walk(&guard, ROOT_INO, "f") else { panic!() };
+/// assert_eq!((found.ino(), found.kind()), (7, FileType::Regular)); // from the dentry
+/// assert_eq!(found.fs_data(), 9); // from the inode
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Named<'g> {
     pub(crate) inode: &'g Inode,
     pub(crate) ino: u64,
     pub(crate) kind: FileType,
@@ -191,6 +208,28 @@ impl<'g> Named<'g> {
     /// Number and type read from the inode itself (not from a dentry).
     pub(crate) fn of(inode: &'g Inode) -> Self {
         Named { inode, ino: inode.ino(), kind: inode.kind() }
+    }
+
+    /// The inode's number, without reading the inode.
+    pub fn ino(&self) -> u64 {
+        self.ino
+    }
+
+    /// The inode's file type, without reading the inode.
+    pub fn kind(&self) -> FileType {
+        self.kind
+    }
+
+    /// The inode itself, borrowed for the walk's guard.
+    pub fn inode(&self) -> &'g Inode {
+        self.inode
+    }
+}
+
+impl Deref for Named<'_> {
+    type Target = Inode;
+    fn deref(&self) -> &Inode {
+        self.inode
     }
 }
 

@@ -173,6 +173,7 @@ pub mod walk;
 pub use access::{AccessStamp, Cred, Mask};
 pub use attr::Attr;
 pub use cache::{Config, Dcache, Lookup, ROOT_INO, UnlinkPolicy};
+pub use dentry::Named;
 pub use error::{Error, InvalidName};
 pub use fetch::{Filesystem, Resolved};
 pub use inode::{FileType, Inode, InodeSpec};

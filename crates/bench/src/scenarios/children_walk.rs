@@ -46,7 +46,8 @@ fn directory(cache: &Dcache, ino: u64, name: &str, negatives: u32) -> u64 {
 pub fn run(opts: &Options) -> Report {
     let (negatives, calls, rounds): (u32, u64, usize) =
         if opts.quick { (250_000, 20_000, 5) } else { (1_000_000, 100_000, 11) };
-    let cache = Dcache::new(Config::for_entries(BUCKETS).with_negative_cap(Some(6)));
+    let cache =
+        Dcache::new(Config::for_entries(BUCKETS).with_buckets(BUCKETS).with_negative_cap(Some(6)));
     let with = directory(&cache, 2, "with_negatives", negatives);
     let without = directory(&cache, 3, "without", 0);
     let kept = cache.stats().nr_negative;

@@ -44,7 +44,9 @@ fn flood(
     names: u32,
 ) -> (f64, f64) {
     let before = settled_live_bytes();
-    let cache = Dcache::new(Config::for_entries(buckets).with_negative_cap(Some(CAP)));
+    let cache = Dcache::new(
+        Config::for_entries(buckets).with_buckets(buckets).with_negative_cap(Some(CAP)),
+    );
     assert_eq!(cache.stats().nr_buckets, buckets as u64);
     let start = Instant::now();
     let mut name = String::with_capacity(16);

@@ -5,7 +5,8 @@
 //! from the root:
 //!
 //! - `udcache`: [`Dcache::walk`] — one epoch guard for the walk, a lockless lookup per
-//!   component, validated by the rename sequence;
+//!   component, validated by the rename sequence; the leaf's number is the one its dentry
+//!   keeps (`Walk::Found`'s `Named`), as each map's answer is the number it stores;
 //! - `papaya`, `dashmap`, `rwlock` (`RwLock<HashMap>`), `mutex` (`Mutex<HashMap>`, the single
 //!   lock of libfuse's high-level node table): the same walk done as the kernel asks a FUSE
 //!   server, one lookup of `(parent ino, name)` per component; papaya pins once per walk (as

@@ -252,7 +252,8 @@ fn temp_name() -> String {
 }
 
 fn stress(o: &Options) -> Result<(), Failed> {
-    let config = Config::for_entries(o.buckets).with_negative_cap(Some(CAP));
+    let config =
+        Config::for_entries(o.buckets).with_buckets(o.buckets).with_negative_cap(Some(CAP));
     let mut run = Run { cache: Dcache::new(config), next_ino: ROOT_INO + 1 };
     let buckets = run.cache.stats().nr_buckets;
     println!("udcache: {buckets} buckets, at most {CAP} unused negative dentries per bucket\n");
