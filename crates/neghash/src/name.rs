@@ -57,7 +57,7 @@ impl NameBuf {
 /// `a == b`, for names up to [`INLINE_NAME`] bytes read as two overlapping words from each
 /// end (4, 8 or 16 bytes wide) rather than by a call to `memcmp`: a lookup compares one name
 /// per hit, and for a dozen bytes the call costs more than the compare.
-#[inline]
+#[inline(always)]
 pub(crate) fn same_name(a: &[u8], b: &[u8]) -> bool {
     fn ends<const N: usize>(s: &[u8]) -> Option<(&[u8; N], &[u8; N])> {
         Some((s.first_chunk()?, s.last_chunk()?))

@@ -189,9 +189,11 @@ impl<V: Send + Sync + 'static> BucketLock<'_, V> {
 }
 
 /// The summary bit of an entry with key word `key`: one of `SUMMARY_BITS`, chosen by the
-/// low bits of its hash (the key word's high half holds the hash's low 32 bits).
+/// low 32 bits of its hash (the key word's high half), mapped onto `0..SUMMARY_BITS` by a
+/// multiply and a shift (fairly, like a modulo, without the division: it is on every
+/// lookup's chain of dependent steps).
 pub(crate) fn summary_bit(key: u64) -> u16 {
-    1 << ((key >> 32) as u32 % SUMMARY_BITS)
+    1 << (((key >> 32) * u64::from(SUMMARY_BITS)) >> 32)
 }
 
 impl<V: Send + Sync + 'static> NegHash<V> {

@@ -121,7 +121,9 @@ impl Config {
     /// inode table one: a walk step that hits reads on average a quarter of another dentry
     /// before its own instead of half of one — on a tree larger than the CPU's caches, each a
     /// miss on the walk's chain of dependent loads — for 8 more bytes of bucket head per
-    /// entry. [`with_buckets`](Self::with_buckets) sets both exactly.
+    /// entry. The negative cap being per bucket, unused negatives are then bounded by 12 per
+    /// expected entry (and by the run rule); [`with_buckets`](Self::with_buckets) sets both
+    /// tables' bucket counts exactly, [`with_negative_cap`](Self::with_negative_cap) the cap.
     pub fn for_entries(entries: usize) -> Self {
         Config {
             names: udcache_neghash::Config::for_entries(entries.saturating_mul(2)),

@@ -218,13 +218,13 @@ impl Dcache {
         // Each step's number and type come from the dentry that led to it (see `dentry.rs`): a
         // step loads the inode itself only to check access, or for `..` and stale dentries.
         let mut cur = Named::of(root);
-        let mut steps =
-            components(path).map(|(at, name)| (at, name, self.names.name_hash(name))).peekable();
-        while let Some((at, name, hash)) = steps.next() {
+        let mut steps = components(path).map(|(at, name)| (at, name, self.names.name_hash(name)));
+        let mut next = steps.next();
+        while let Some((at, name, hash)) = next {
             // Hash the next name now: it does not depend on this step's answer (the parent it
             // will be looked up in), so it overlaps this step's wait on memory instead of
             // following it (see `udcache_neghash::hashing`).
-            steps.peek();
+            next = steps.next();
             match cur.kind {
                 FileType::Directory => {}
                 FileType::Symlink => {
