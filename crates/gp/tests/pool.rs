@@ -75,6 +75,19 @@ fn fresh_runs_leave_spares_that_trim_releases() {
 }
 
 #[test]
+fn the_default_run_is_a_page_of_objects() {
+    let small = pool(PoolConfig::default().with_shards(1));
+    drop(small.alloc());
+    assert_eq!(small.stats().objects, 32, "16-byte objects: the run's cap of 32");
+    let big = GpPool::with_config(PoolConfig::default().with_shards(1), || [0u8; 1000], |_| {});
+    drop(big.alloc());
+    assert_eq!(big.stats().objects, 4, "1000-byte objects: four fit in 4 KiB");
+    let huge = GpPool::with_config(PoolConfig::default(), || [0u8; 8192], |_| {});
+    drop(huge.alloc());
+    assert_eq!(huge.stats().objects, 1, "larger than a page: one at a time");
+}
+
+#[test]
 fn a_fresh_run_stops_at_the_cap() {
     let p = pool(PoolConfig::default().with_fresh_run(8).with_max_objects(Some(5)));
     let live: Vec<_> = (0..5).map(|_| p.alloc()).collect();

@@ -136,15 +136,17 @@
 //! reused for another name after the pool's own grace period ([`Stats::dentries_recycled`]);
 //! [`Dcache::shrink`] gives parked cells back to the allocator.
 //!
-//! Not done: the `lookup` benchmark's target. A cached 6-component walk costs about 1.5 to 2
-//! times papaya's per component on this 2-core machine, where the bare name table walked
-//! component by component runs at 0.86–1.21 times papaya's. Measured causes, none removed:
-//! each dentry is its own allocation among the other allocations an `add` makes (inode,
-//! alias, child-map name) — the pool makes fresh cells one allocation at a time, so pooling
-//! did not pack them — about 720 bytes apart on a tree built in one go, so a walk over a tree
-//! larger than the caches misses the TLB on most steps. With glibc's heap on transparent huge
-//! pages the walk gained about 0.2 of that ratio; a probe that packed dentries contiguously
-//! gained about 0.1. A dentry's sequence count covers its inode and validity word, not its
+//! Not done for certain: the `lookup` benchmark's target (udcache ≤ papaya per component at
+//! one thread). On this 2-core shared machine the ratio now lies around 1.0 — runs of the same
+//! binary range from about 0.9 to 1.25 — down from about 1.5: the pools make dentries in
+//! runs, so a tree added in one go has its dentries side by side instead of 720 bytes apart
+//! among inodes and inode-table entries (fewer TLB misses per step); the name table has two
+//! buckets per entry (fewer other dentries read before the one a step wants); a walk's answer
+//! carries the leaf's number from its dentry ([`Named`]), so the caller does not load the
+//! inode for it; and a step runs about 7% fewer instructions. What remains is compute (the
+//! walk still runs about a third more instructions than papaya's per component: SipHash of the
+//! name, the sequence-count snapshot, the validity check) and the TLB (glibc's heap on
+//! transparent huge pages still moves the ratio by about 0.1–0.2). A dentry's sequence count covers its inode and validity word, not its
 //! place in the tree: a rename makes a new dentry, and walks are validated by the
 //! global rename sequence, which is coarser than the kernel's per-dentry check (any rename
 //! sends overlapping walks to the fallback).

@@ -71,7 +71,7 @@ pub struct PoolConfig {
     request_every: u32,
     shards: usize,
     reuse: Reuse,
-    fresh_run: usize,
+    fresh_run: Option<usize>,
 }
 
 impl Default for PoolConfig {
@@ -81,7 +81,7 @@ impl Default for PoolConfig {
             request_every: 64,
             shards: 0,
             reuse: Reuse::AfterGracePeriod,
-            fresh_run: if cfg!(loom) { 1 } else { 32 },
+            fresh_run: None,
         }
     }
 }
@@ -109,13 +109,13 @@ impl PoolConfig {
         self
     }
 
-    /// Objects made per fresh allocation (at least 1; default 32, 1 under loom): one is handed
-    /// out, the others wait on the allocating thread's shard as spares for its next
-    /// allocations (see the [module rules](self)). At most `fresh_run - 1` spares per shard;
-    /// [`GpPool::trim`] releases them. Within `max_objects`, a run is cut to what the cap
-    /// leaves.
+    /// Objects made per fresh allocation (at least 1): one is handed out, the others wait on
+    /// the allocating thread's shard as spares for its next allocations (see the
+    /// [module rules](self)). At most `fresh_run - 1` spares per shard; [`GpPool::trim`]
+    /// releases them. Within `max_objects`, a run is cut to what the cap leaves. By default a
+    /// page's worth: as many objects as fit in 4 KiB, at least 1, at most 32 (1 under loom).
     pub fn with_fresh_run(mut self, objects: usize) -> Self {
-        self.fresh_run = objects.max(1);
+        self.fresh_run = Some(objects.max(1));
         self
     }
 
@@ -151,8 +151,9 @@ impl PoolConfig {
         self.reuse
     }
 
-    /// Objects made per fresh allocation.
-    pub fn fresh_run(&self) -> usize {
+    /// Objects made per fresh allocation, if set (`None`: a page's worth, see
+    /// [`with_fresh_run`](Self::with_fresh_run)).
+    pub fn fresh_run(&self) -> Option<usize> {
         self.fresh_run
     }
 }
@@ -445,7 +446,7 @@ impl<T: Send + 'static> GpPool<T> {
     /// Makes up to `fresh_run` objects back to back (fewer if the cap is near, none at it);
     /// returns the first and keeps the others as `home`'s spares.
     fn fresh_run(&self, home: usize) -> Option<NonNull<Slot<T>>> {
-        let run = self.config.fresh_run;
+        let run = self.config.fresh_run.unwrap_or_else(page_run::<T>);
         let mut made = run;
         let before = match self.config.max_objects {
             // Relaxed: the count is a budget, not a publication; the objects themselves go to
@@ -608,6 +609,18 @@ impl<T: Send + fmt::Debug + 'static> fmt::Debug for PoolBox<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
     }
+}
+
+/// The default fresh run: as many `T`s as fit in a 4 KiB page, at least 1, at most 32.
+#[cfg(not(loom))]
+fn page_run<T>() -> usize {
+    (4096 / std::mem::size_of::<Slot<T>>().max(1)).clamp(1, 32)
+}
+
+/// Under loom, one object at a time keeps the models small.
+#[cfg(loom)]
+fn page_run<T>() -> usize {
+    1
 }
 
 #[cfg(not(loom))]
