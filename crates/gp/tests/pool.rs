@@ -97,6 +97,34 @@ fn a_fresh_run_stops_at_the_cap() {
 }
 
 #[test]
+fn at_the_cap_spares_of_another_thread_are_handed_out() {
+    let p = std::sync::Arc::new(pool(
+        PoolConfig::default().with_fresh_run(4).with_max_objects(Some(4)).with_shards(8),
+    ));
+    // One object held, three spares left on that thread's shard: the whole budget.
+    let first = p.clone();
+    let held =
+        std::thread::spawn(move || PoolBox::into_raw(first.alloc()).as_ptr().expose_provenance())
+            .join()
+            .unwrap();
+    // Another thread (threads take shards round-robin) wants three more. Detached, so that
+    // a failure is reported rather than waited for.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let second = p.clone();
+    std::thread::spawn(move || {
+        let rest: Vec<_> = (0..3).map(|_| second.alloc()).collect();
+        tx.send(rest.len()).unwrap();
+    });
+    let got = rx.recv_timeout(std::time::Duration::from_secs(10));
+    assert_eq!(got, Ok(3), "waited at the cap while spares sat on another shard");
+    let s = p.stats();
+    assert_eq!((s.peak_objects, s.spares, s.stalls), (4, 0, 0));
+    let held = NonNull::new(std::ptr::with_exposed_provenance_mut(held)).unwrap();
+    // SAFETY: from into_raw of this pool (an address only to cross threads), never published.
+    unsafe { p.free_raw(held) };
+}
+
+#[test]
 fn trim_starts_the_grace_period_it_waits_for() {
     // Fewer frees than `request_every`: nothing else asks for a grace period to start.
     let p = pool(PoolConfig::default().with_request_every(1_000).with_fresh_run(1));

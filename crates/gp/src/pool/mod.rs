@@ -436,11 +436,18 @@ impl<T: Send + 'static> GpPool<T> {
         let spare = lock(&self.shards[home].0).spares.pop();
         let slot = match spare {
             Some(spare) => spare,
-            None => self.fresh_run(home)?,
+            // At the cap, spares left on other shards are the budget that remains.
+            None => self.fresh_run(home).or_else(|| self.spare_elsewhere())?,
         };
         // Relaxed: a statistic.
         self.fresh.fetch_add(1, Relaxed);
         Some(slot)
+    }
+
+    /// A spare of any shard (one lock at a time).
+    #[cold]
+    fn spare_elsewhere(&self) -> Option<NonNull<Slot<T>>> {
+        self.shards.iter().find_map(|shard| lock(&shard.0).spares.pop())
     }
 
     /// Makes up to `fresh_run` objects back to back (fewer if the cap is near, none at it);
