@@ -13,9 +13,9 @@
 //! - **Alloc**: an object of the thread's shard's oldest batch (the one freed last within it)
 //!   if that batch's cookie has completed (a load and a compare); else a completed batch stolen from another shard (`try_lock` only);
 //!   else a spare of the shard; else a fresh run: `fresh_run` objects made back to back, one
-//!   handed out and the others kept as the shard's spares. Only when `max_objects` is reached
-//!   and nothing is reusable does it wait: on the oldest parked cookie, counted and timed as a
-//!   stall.
+//!   handed out and the others kept as the shard's spares; at `max_objects`, a spare left on
+//!   another shard. Only when the cap is reached and nothing is reusable does it wait: on the
+//!   oldest parked cookie, counted and timed as a stall.
 //! - **Spares** have never been handed out, so no reader can have seen them: they need no
 //!   cookie and no re-initialisation. They exist for locality: objects made one at a time,
 //!   between the caller's other allocations, end up interleaved with them in memory; made in
@@ -110,8 +110,8 @@ impl PoolConfig {
     }
 
     /// Objects made per fresh allocation (at least 1): one is handed out, the others wait on
-    /// the allocating thread's shard as spares for its next allocations (see the
-    /// [module rules](self)). At most `fresh_run - 1` spares per shard; [`GpPool::trim`]
+    /// the allocating thread's shard as spares for its next allocations (see
+    /// [`GpPool::alloc`]). At most `fresh_run - 1` spares per shard; [`GpPool::trim`]
     /// releases them. Within `max_objects`, a run is cut to what the cap leaves. By default a
     /// page's worth: as many objects as fit in 4 KiB, at least 1, at most 32 (1 under loom).
     pub fn with_fresh_run(mut self, objects: usize) -> Self {
@@ -259,7 +259,9 @@ impl<T: Send + 'static> GpPool<T> {
     }
 
     /// An object: one from the oldest batch of parked objects whose grace period has
-    /// completed, re-initialised, or else a fresh one. Blocks only at `max_objects` with nothing reusable.
+    /// completed, re-initialised, or else a never-used one — a spare of this thread's shard,
+    /// or the first of a fresh run whose others become the shard's spares (see
+    /// [`PoolConfig::with_fresh_run`]). Blocks only at `max_objects` with nothing reusable.
     ///
     /// # Panics
     ///
