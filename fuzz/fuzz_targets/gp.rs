@@ -88,7 +88,7 @@ fuzz_target!(|input: Input| {
             }
         }
         let s = pool.stats();
-        assert_eq!(s.objects, s.parked + live.len(), "objects = parked + live");
+        assert_eq!(s.objects, s.parked + s.spares + live.len(), "objects = parked + spares + live");
         assert!(s.objects <= s.peak_objects);
     }
 });

@@ -843,7 +843,8 @@ impl Drop for Dcache {
         // SAFETY: dropped once, here; the field is not used after it.
         unsafe { ManuallyDrop::drop(&mut self.root) };
         let s = self.pool.stats();
-        debug_assert_eq!(s.objects, s.parked, "an inode count outlived its cache");
+        // Every object the pool made is parked or a spare (never handed out): none is live.
+        debug_assert_eq!(s.objects, s.parked + s.spares, "an inode count outlived its cache");
         #[cfg(not(loom))]
         // SAFETY: dropped once, here; every inode is back in the pool (no count left, checked
         // above in debug builds), so nothing will free into it or read its address again.
