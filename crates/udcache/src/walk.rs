@@ -100,14 +100,14 @@ pub(crate) fn validate_path(path: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Components of `path` with their byte offsets, empty ones skipped; each `/` found eight
-/// bytes at a time ([`find_slash`]).
+/// Components of `path` with their byte offsets, empty ones skipped; each `/` found with
+/// `memchr` rather than a byte-by-byte split.
 fn components(path: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     let mut at = 0;
     std::iter::from_fn(move || {
         while at < path.len() {
             let start = at;
-            let end = find_slash(&path[start..]).map_or(path.len(), |i| start + i);
+            let end = memchr::memchr(b'/', &path[start..]).map_or(path.len(), |i| start + i);
             at = end + 1;
             if end > start {
                 return Some((start, &path[start..end]));
@@ -115,28 +115,6 @@ fn components(path: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
         }
         None
     })
-}
-
-/// The offset of the first `/` in `s`, read a word at a time: a component is a dozen bytes or
-/// so, where a vectorised search spends more on reaching its loop (a call, a dispatch, a
-/// length check) than a couple of word compares cost.
-#[inline]
-fn find_slash(s: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    const SLASHES: u64 = u64::from_ne_bytes([b'/'; 8]);
-    let mut words = s.chunks_exact(8);
-    for (i, w) in words.by_ref().enumerate() {
-        // Bytes equal to `/` become zero; the lowest byte whose high bit survives the classic
-        // zero-byte test is the first zero one (a borrow only ever marks bytes above it).
-        let x = u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ SLASHES;
-        let zeros = x.wrapping_sub(ONES) & !x & HIGHS;
-        if zeros != 0 {
-            return Some(i * 8 + (zeros.trailing_zeros() / 8) as usize);
-        }
-    }
-    let tail = words.remainder();
-    tail.iter().position(|&b| b == b'/').map(|p| s.len() - tail.len() + p)
 }
 
 impl Dcache {
@@ -275,22 +253,6 @@ mod tests {
         assert_eq!(components(b"").count(), 0);
         assert_eq!(components(b"///").count(), 0);
         assert_eq!(components(b"x").collect::<Vec<_>>(), [(0, &b"x"[..])]);
-    }
-
-    #[test]
-    fn find_slash_finds_the_first_slash_at_every_offset() {
-        for len in 0..40 {
-            for at in 0..=len {
-                let mut s = vec![b'a'; len];
-                // Bytes around `/` (0x2f) that a borrow could confuse: 0x2e, 0x30, 0xaf.
-                s.iter_mut().enumerate().for_each(|(i, b)| *b = [0x2e, 0x30, 0xaf, b'x'][i % 4]);
-                if at < len {
-                    s[at] = b'/';
-                    s[len - 1] = b'/';
-                }
-                assert_eq!(find_slash(&s), (at < len).then_some(at), "{s:?}");
-            }
-        }
     }
 
     #[test]

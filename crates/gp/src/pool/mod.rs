@@ -330,11 +330,7 @@ impl<T: Send + 'static> GpPool<T> {
                 pending = pending.max(sh.newest_cookie());
                 (done, std::mem::take(&mut sh.spares))
             };
-            released += spares.len();
-            for spare in spares {
-                // SAFETY: never handed out: no reader has seen it.
-                unsafe { Slot::free(spare) };
-            }
+            released += free_spares(spares);
             for slot in batches.into_iter().flat_map(shard::Batch::drain) {
                 // SAFETY: the batch's grace period completed: no reader can see the slot.
                 unsafe { Slot::free(slot) };
@@ -525,11 +521,12 @@ impl<T: Send + 'static> Drop for GpPool<T> {
     fn drop(&mut self) {
         let mut waiting = Vec::new();
         for shard in self.shards.iter() {
-            for spare in std::mem::take(&mut lock(&shard.0).spares) {
-                // SAFETY: never handed out: no reader has seen it.
-                unsafe { Slot::free(spare) };
-            }
-            for batch in lock(&shard.0).drain().collect::<Vec<_>>() {
+            let (spares, batches) = {
+                let mut sh = lock(&shard.0);
+                (std::mem::take(&mut sh.spares), sh.drain().collect::<Vec<_>>())
+            };
+            free_spares(spares);
+            for batch in batches {
                 if completed(&batch.cookie) {
                     // SAFETY: the grace period completed: no reader can still see these.
                     batch.drain().for_each(|s| unsafe { Slot::free(s) });
@@ -618,6 +615,17 @@ impl<T: Send + fmt::Debug + 'static> fmt::Debug for PoolBox<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
     }
+}
+
+/// Frees spares taken off their shard; returns how many.
+fn free_spares<T>(spares: Vec<NonNull<Slot<T>>>) -> usize {
+    let n = spares.len();
+    for spare in spares {
+        // SAFETY: a spare was never handed out, so no reader has seen it; taken off its shard,
+        // it is owned here alone.
+        unsafe { Slot::free(spare) };
+    }
+    n
 }
 
 /// The default fresh run: as many `T`s as fit in a 4 KiB page, at least 1, at most 32.
