@@ -2,14 +2,17 @@
 //!
 //! ```text
 //! udcache-bench list
-//! udcache-bench <scenario> [--quick] [--json]
+//! udcache-bench <scenario> [--quick] [--json] [--max-threads N]
 //! ```
 //!
 //! Every comparison variant of a scenario runs in the same process run, interleaved where it
 //! matters, and ratios are computed from that run: the machines this runs on are shared and
 //! noisy, so only same-run ratios are meaningful. `--quick` finishes in under a minute; the full
 //! run is what the README reports. With `--json`, one JSON object per line, the last line being
-//! the summary `{"scenario": "<name>", ...}`.
+//! the summary `{"scenario": "<name>", ...}`. `--max-threads N` makes the
+//! scenarios that measure thread scaling (`lookup`, `map-lookup`, `make-j`) run each variant
+//! at 1, 2, 4, … and N threads (default 2: only 1 and 2), adding `scaling_<n>t` fields for the
+//! counts above 2; the 1- and 2-thread fields stay as they are.
 
 mod alloc_count;
 mod measure;
@@ -27,24 +30,40 @@ pub struct Options {
     pub quick: bool,
     /// One JSON object per line instead of a table.
     pub json: bool,
+    /// The thread counts scaling scenarios measure: 1, 2, then doubling up to `--max-threads`.
+    pub threads: Vec<usize>,
+}
+
+/// 1, 2, 4, … below `max`, then `max` (`max` ≥ 2).
+fn thread_counts(max: usize) -> Vec<usize> {
+    let mut counts: Vec<usize> =
+        std::iter::successors(Some(1usize), |n| Some(n * 2)).take_while(|&n| n < max).collect();
+    counts.push(max);
+    counts
 }
 
 const USAGE: &str = "\
 usage: udcache-bench list
-       udcache-bench <scenario> [--quick] [--json]
+       udcache-bench <scenario> [--quick] [--json] [--max-threads N]
 
-  list      list the scenarios
-  --quick   smaller sizes; finishes in under 60 seconds
-  --json    one JSON object per line; the last line is the summary
+  list             list the scenarios
+  --quick          smaller sizes; finishes in under 60 seconds
+  --json           one JSON object per line; the last line is the summary
+  --max-threads N  lookup, map-lookup, make-j: also 4, 8, ... and N threads (N >= 2; default 2)
 ";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut opts = Options { quick: false, json: false };
+    let mut opts = Options { quick: false, json: false, threads: thread_counts(2) };
     let mut name = None;
-    for a in &args {
+    let mut args = args.iter();
+    while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => opts.quick = true,
+            "--max-threads" => match args.next().and_then(|n| n.parse::<usize>().ok()) {
+                Some(max @ 2..=1024) => opts.threads = thread_counts(max),
+                _ => return usage_error("--max-threads takes a number from 2 to 1024"),
+            },
             "--json" => opts.json = true,
             "-h" | "--help" | "help" => {
                 print!("{USAGE}");
@@ -78,4 +97,17 @@ fn main() -> ExitCode {
 fn usage_error(msg: &str) -> ExitCode {
     eprint!("udcache-bench: {msg}\n{USAGE}");
     ExitCode::from(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thread_counts;
+
+    #[test]
+    fn thread_counts_double_up_to_the_maximum() {
+        assert_eq!(thread_counts(2), [1, 2]);
+        assert_eq!(thread_counts(3), [1, 2, 3]);
+        assert_eq!(thread_counts(16), [1, 2, 4, 8, 16]);
+        assert_eq!(thread_counts(12), [1, 2, 4, 8, 12]);
+    }
 }

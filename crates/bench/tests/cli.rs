@@ -16,7 +16,14 @@ fn list_names_selftest() {
 
 /// Runs `scenario --quick --json`, checks every line is JSON, returns the rows and the summary.
 pub fn quick_json(scenario: &str) -> (Vec<serde_json::Value>, serde_json::Value) {
-    let out = bench(&[scenario, "--quick", "--json"]);
+    quick_json_with(scenario, &[])
+}
+
+/// [`quick_json`] with more options.
+fn quick_json_with(scenario: &str, more: &[&str]) -> (Vec<serde_json::Value>, serde_json::Value) {
+    let args: Vec<&str> =
+        [scenario, "--quick", "--json"].into_iter().chain(more.iter().copied()).collect();
+    let out = bench(&args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     let mut lines: Vec<serde_json::Value> = text
@@ -49,7 +56,14 @@ fn human_output_is_a_table_with_summary() {
 
 #[test]
 fn unknown_scenario_and_option_are_usage_errors() {
-    for args in [&["no-such-scenario"][..], &["selftest", "--bogus"], &[]] {
+    for args in [
+        &["no-such-scenario"][..],
+        &["selftest", "--bogus"],
+        &[],
+        &["make-j", "--max-threads"],
+        &["make-j", "--max-threads", "1"],
+        &["make-j", "--max-threads", "many"],
+    ] {
         let out = bench(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("usage"));
@@ -122,11 +136,21 @@ fn lookup_reports_per_component_figures() {
 
 #[test]
 fn make_j_reports_scaling() {
-    let (rows, s) = quick_json("make-j");
+    // Thread counts 1, 2 and 3: the 2-thread fields as without the option, and 3-thread ones.
+    let (rows, s) = quick_json_with("make-j", &["--max-threads", "3"]);
     assert_eq!(rows.len(), 2, "udcache and mutex");
     for f in ["scaling_2t", "scaling_2t_mutex", "ratio_vs_mutex_1t", "ratio_vs_mutex_2t"] {
         assert!(s[f].as_f64().is_some_and(|v| v > 0.0), "{f}: {s}");
     }
+    for (scaling, rate) in
+        [("scaling_3t", "compiles_per_s_udcache"), ("scaling_3t_mutex", "compiles_per_s_mutex")]
+    {
+        let three = s[format!("{rate}_3t")].as_f64().expect("a 3-thread rate");
+        let one = s[format!("{rate}_1t")].as_f64().unwrap();
+        assert!((s[scaling].as_f64().unwrap() - three / one).abs() < 1e-9, "{scaling}: {s}");
+    }
+    assert!(s.get("scaling_4t").is_none(), "no count above --max-threads: {s}");
+    assert!(rows.iter().all(|r| r["scaling_3t"].as_f64().is_some()), "{rows:?}");
     // 20 headers x (50 include dirs + the system dir): each name is asked for at least once.
     assert!(s["backend_lookups"].as_u64().is_some_and(|n| n >= 1020), "{s}");
 }

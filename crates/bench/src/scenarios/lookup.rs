@@ -18,14 +18,15 @@
 //! walk hashes the next name while the current lookup waits on memory: the same hashing work,
 //! but off the chain of dependent steps, where a map of `(parent, name)` keys cannot take it
 //! (its hash needs the parent, the previous step's answer).
-//! Each variant runs with 1 and 2 threads, all ten interleaved round by round; each thread does
-//! the same number of walks over its own random order.
+//! Each variant runs with 1 and 2 threads (and more with `--max-threads`), all interleaved round
+//! by round; each thread does the same number of walks over its own random order.
 //!
 //! Summary fields: `ns_per_component` (udcache, 1 thread: wall time per component),
 //! `ratio_vs_papaya_1t` (udcache's ns per component over papaya's, 1 thread: ≤ 1.0 means
 //! udcache is at least as fast), `scaling_2t` (udcache's throughput with 2 threads over
 //! 1 thread), `scaling_2t_mutex` (the same for `Mutex<HashMap>`), plus
-//! `ns_per_component_<variant>_<threads>t` for every variant.
+//! `ns_per_component_<variant>_<threads>t` for every variant; with `--max-threads`, also
+//! `scaling_<n>t` and `scaling_<n>t_mutex` for each count n above 2.
 
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
@@ -33,7 +34,7 @@ use std::hint::black_box;
 
 use udcache::{Config, Dcache, FileType, InodeSpec, ROOT_INO, Walk, epoch};
 
-use super::maps::{BASELINES, Baseline, on_threads, random_orders};
+use super::maps::{BASELINES, Baseline, Fields, on_threads, random_orders, with_more_threads};
 use crate::Options;
 use crate::measure::interleaved;
 use crate::report::{Report, Row};
@@ -196,7 +197,8 @@ pub fn run(opts: &Options) -> Report {
     let (per_thread, rounds): (usize, usize) = if opts.quick { (100_000, 5) } else { (200_000, 9) };
     let leaves = FANOUT.pow(DEPTH as u32);
     let paths: Vec<String> = (0..leaves).map(leaf_path).collect();
-    let orders = random_orders(0x2545_f491_4f6c_dd1d, leaves, per_thread);
+    let counts = &opts.threads;
+    let orders = random_orders(0x2545_f491_4f6c_dd1d, leaves, per_thread, counts[counts.len() - 1]);
     let entries = tree_entries();
     let variants: Vec<&str> = ["udcache"].into_iter().chain(BASELINES).collect();
     let trees: Vec<Tree> = variants.iter().map(|v| build(v, &entries)).collect();
@@ -205,7 +207,7 @@ pub fn run(opts: &Options) -> Report {
     assert!(check.iter().all(|&s| s == check[0]), "variants disagree: {check:?}");
 
     let mut runs: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
-    for threads in [1, 2] {
+    for &threads in counts {
         for t in &trees {
             let (paths, orders) = (&paths, &orders);
             runs.push(Box::new(move || ns_per_component(t, paths, orders, threads)));
@@ -213,7 +215,12 @@ pub fn run(opts: &Options) -> Report {
     }
     let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
     let ns = interleaved(&mut refs, rounds);
-    let (one, two) = ns.split_at(variants.len());
+    // at[k][i]: variant i at counts[k] threads.
+    let at: Vec<&[f64]> = ns.chunks(variants.len()).collect();
+    let (one, two) = (at[0], at[1]);
+    let across = |i: usize| -> Vec<f64> { at.iter().map(|a| a[i]).collect() };
+    let per_component =
+        |figure, scaling_suffix| Fields { figure, scaling_suffix, time_per_op: true };
 
     let mut report = Report::new("lookup");
     // Throughput is 1/ns, so 2-thread over 1-thread throughput is ns_1t / ns_2t.
@@ -223,18 +230,34 @@ pub fn run(opts: &Options) -> Report {
         .with("scaling_2t", one[0] / two[0])
         .with("scaling_2t_mutex", one[4] / two[4]);
     for (i, v) in variants.iter().enumerate() {
-        report.row(
-            Row::new()
-                .with("variant", *v)
-                .with("ns_per_component_1t", one[i])
-                .with("ns_per_component_2t", two[i])
-                .with("scaling_2t", one[i] / two[i])
-                .with("ratio_vs_udcache_1t", one[i] / one[0]),
-        );
+        let row = Row::new()
+            .with("variant", *v)
+            .with("ns_per_component_1t", one[i])
+            .with("ns_per_component_2t", two[i])
+            .with("scaling_2t", one[i] / two[i])
+            .with("ratio_vs_udcache_1t", one[i] / one[0]);
+        report.row(with_more_threads(
+            row,
+            per_component("ns_per_component", ""),
+            counts,
+            &across(i),
+        ));
         summary = summary
             .with(&format!("ns_per_component_{v}_1t"), one[i])
             .with(&format!("ns_per_component_{v}_2t"), two[i]);
     }
+    summary = with_more_threads(
+        summary,
+        per_component("ns_per_component_udcache", ""),
+        counts,
+        &across(0),
+    );
+    summary = with_more_threads(
+        summary,
+        per_component("ns_per_component_mutex", "_mutex"),
+        counts,
+        &across(4),
+    );
     report.summary(summary.with("paths", leaves).with("walks_per_thread", per_thread));
     report
 }

@@ -16,13 +16,14 @@
 //! Variants: `udcache` ([`Dcache::walk`], misses through [`Dcache::resolve`]) and `mutex`
 //! (`Mutex<HashMap>` of `(parent, name)` to `Some(ino)` or `None` for a negative, locked once
 //! per component, as libfuse's high-level API does; misses asked without the lock held), each
-//! at 1 and 2 threads, interleaved.
+//! at 1 and 2 threads (and more with `--max-threads`), interleaved.
 //!
 //! Summary fields: `scaling_2t` (udcache compiles/s with 2 threads over 1 thread),
 //! `scaling_2t_mutex` (the same for the mutex table), plus `compiles_per_s_<variant>_<n>t`,
 //! `ratio_vs_mutex_1t`/`_2t` (udcache's throughput over the mutex table's) and
 //! `backend_lookups` (filesystem calls in udcache's last measurement: 1,020 if no negative was
-//! evicted).
+//! evicted); with `--max-threads`, also `compiles_per_s_<variant>_<n>t`, `scaling_<n>t` and
+//! `scaling_<n>t_mutex` for each count n above 2.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -34,6 +35,7 @@ use std::time::Instant;
 use udcache::{Config, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, Resolved, Walk, epoch};
 
 use super::lookup::{Key, KeyView};
+use super::maps::{Fields, with_more_threads};
 use crate::Options;
 use crate::measure::interleaved;
 use crate::report::{Report, Row};
@@ -192,9 +194,10 @@ pub fn run(opts: &Options) -> Report {
     let rounds = if opts.quick { 5 } else { 15 };
     let files = Files::new();
     let backend_lookups = Cell::new(0);
+    let counts = &opts.threads;
     let mut runs: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
     for variant in ["udcache", "mutex"] {
-        for threads in [1, 2] {
+        for &threads in counts {
             let (files, calls) = (&files, &backend_lookups);
             runs.push(Box::new(move || {
                 let (rate, n) = make(variant, files, threads);
@@ -207,30 +210,32 @@ pub fn run(opts: &Options) -> Report {
     }
     let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
     let r = interleaved(&mut refs, rounds);
-    let (ud1, ud2, mx1, mx2) = (r[0], r[1], r[2], r[3]);
+    // Each variant's rates at counts[0], counts[1], ….
+    let (ud, mx) = r.split_at(counts.len());
+    let (ud1, ud2, mx1, mx2) = (ud[0], ud[1], mx[0], mx[1]);
+    let rate = |figure, scaling_suffix| Fields { figure, scaling_suffix, time_per_op: false };
 
     let mut report = Report::new("make-j");
-    for (variant, one, two) in [("udcache", ud1, ud2), ("mutex", mx1, mx2)] {
-        report.row(
-            Row::new()
-                .with("variant", variant)
-                .with("compiles_per_s_1t", one)
-                .with("compiles_per_s_2t", two)
-                .with("scaling_2t", two / one)
-                .with("lookups_per_compile", HEADERS * (INCLUDE_DIRS + 1)),
-        );
+    for (variant, rates) in [("udcache", ud), ("mutex", mx)] {
+        let row = Row::new()
+            .with("variant", variant)
+            .with("compiles_per_s_1t", rates[0])
+            .with("compiles_per_s_2t", rates[1])
+            .with("scaling_2t", rates[1] / rates[0])
+            .with("lookups_per_compile", HEADERS * (INCLUDE_DIRS + 1));
+        report.row(with_more_threads(row, rate("compiles_per_s", ""), counts, rates));
     }
-    report.summary(
-        Row::new()
-            .with("scaling_2t", ud2 / ud1)
-            .with("scaling_2t_mutex", mx2 / mx1)
-            .with("ratio_vs_mutex_1t", ud1 / mx1)
-            .with("ratio_vs_mutex_2t", ud2 / mx2)
-            .with("compiles_per_s_udcache_1t", ud1)
-            .with("compiles_per_s_udcache_2t", ud2)
-            .with("compiles_per_s_mutex_1t", mx1)
-            .with("compiles_per_s_mutex_2t", mx2)
-            .with("backend_lookups", backend_lookups.get()),
-    );
+    let summary = Row::new()
+        .with("scaling_2t", ud2 / ud1)
+        .with("scaling_2t_mutex", mx2 / mx1)
+        .with("ratio_vs_mutex_1t", ud1 / mx1)
+        .with("ratio_vs_mutex_2t", ud2 / mx2)
+        .with("compiles_per_s_udcache_1t", ud1)
+        .with("compiles_per_s_udcache_2t", ud2)
+        .with("compiles_per_s_mutex_1t", mx1)
+        .with("compiles_per_s_mutex_2t", mx2)
+        .with("backend_lookups", backend_lookups.get());
+    let summary = with_more_threads(summary, rate("compiles_per_s_udcache", ""), counts, ud);
+    report.summary(with_more_threads(summary, rate("compiles_per_s_mutex", "_mutex"), counts, mx));
     report
 }

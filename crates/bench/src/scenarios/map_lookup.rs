@@ -4,20 +4,21 @@
 //! (SipHash-1-3, which `NegHash` runs on the name before keyed multiplies mix in the parent);
 //! each lookup pins (NegHash, papaya) or locks (the others) on its own, as a single name
 //! lookup would. Variants: `neghash`, `papaya`, `dashmap`,
-//! `rwlock` (`RwLock<HashMap>`), `mutex` (`Mutex<HashMap>`), each at 1 and 2 threads,
-//! interleaved round by round. 100,000 keys (`--quick`: 20,000), random order. `NegHash` is
+//! `rwlock` (`RwLock<HashMap>`), `mutex` (`Mutex<HashMap>`), each at 1 and 2 threads (and
+//! more with `--max-threads`), interleaved round by round. 100,000 keys (`--quick`: 20,000), random order. `NegHash` is
 //! sized by `Config::for_entries`, at most one key per bucket: the load the open-addressing
 //! maps run at (papaya and hashbrown keep at most 7/8 of their slots full), so every map
 //! spends about the same memory on its table.
 //!
 //! Summary fields: `ratio_vs_papaya_1t`, `ratio_vs_papaya_2t` (NegHash lookups/s over papaya's),
-//! `scaling_2t` (NegHash 2-thread over 1-thread), plus `mops_<variant>_<threads>t`.
+//! `scaling_2t` (NegHash 2-thread over 1-thread), plus `mops_<variant>_<threads>t`; with
+//! `--max-threads`, `mops_neghash_<n>t` and `scaling_<n>t` for each count n above 2.
 
 use std::hint::black_box;
 
 use udcache_neghash::{Config, NegHash, epoch};
 
-use super::maps::{BASELINES, Baseline, on_threads, random_orders};
+use super::maps::{BASELINES, Baseline, Fields, on_threads, random_orders, with_more_threads};
 use crate::Options;
 use crate::measure::interleaved;
 use crate::report::{Report, Row};
@@ -74,11 +75,13 @@ pub fn run(opts: &Options) -> Report {
         if opts.quick { (20_000, 400_000, 5) } else { (100_000, 2_000_000, 9) };
     let keys: Vec<Key> =
         (0..n).map(|i| (u64::from(i % 64), format!("{:016x}", i).into_bytes())).collect();
-    let orders = random_orders(0x9e37_79b9_7f4a_7c15, u64::from(n), per_thread);
+    let counts = &opts.threads;
+    let orders =
+        random_orders(0x9e37_79b9_7f4a_7c15, u64::from(n), per_thread, counts[counts.len() - 1]);
     let variants: Vec<&str> = ["neghash"].into_iter().chain(BASELINES).collect();
     let maps: Vec<Map> = variants.iter().map(|v| build(v, &keys)).collect();
     let mut runs: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
-    for threads in [1, 2] {
+    for &threads in counts {
         for m in &maps {
             let (keys, orders) = (&keys, &orders);
             runs.push(Box::new(move || mops(m, keys, orders, threads)));
@@ -86,24 +89,27 @@ pub fn run(opts: &Options) -> Report {
     }
     let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
     let m = interleaved(&mut refs, rounds);
-    let (one, two) = m.split_at(variants.len());
+    // at[k][i]: variant i at counts[k] threads.
+    let at: Vec<&[f64]> = m.chunks(variants.len()).collect();
+    let (one, two) = (at[0], at[1]);
+    let across = |i: usize| -> Vec<f64> { at.iter().map(|a| a[i]).collect() };
+    let rate = |figure| Fields { figure, scaling_suffix: "", time_per_op: false };
     let mut report = Report::new("map-lookup");
     let mut summary = Row::new()
         .with("ratio_vs_papaya_1t", one[0] / one[1])
         .with("ratio_vs_papaya_2t", two[0] / two[1])
         .with("scaling_2t", two[0] / one[0]);
     for (i, v) in variants.iter().enumerate() {
-        report.row(
-            Row::new()
-                .with("variant", *v)
-                .with("mops_1t", one[i])
-                .with("mops_2t", two[i])
-                .with("scaling_2t", two[i] / one[i])
-                .with("ratio_vs_neghash_1t", one[i] / one[0]),
-        );
+        let row = Row::new()
+            .with("variant", *v)
+            .with("mops_1t", one[i])
+            .with("mops_2t", two[i])
+            .with("scaling_2t", two[i] / one[i])
+            .with("ratio_vs_neghash_1t", one[i] / one[0]);
+        report.row(with_more_threads(row, rate("mops"), counts, &across(i)));
         summary =
             summary.with(&format!("mops_{v}_1t"), one[i]).with(&format!("mops_{v}_2t"), two[i]);
     }
-    report.summary(summary);
+    report.summary(with_more_threads(summary, rate("mops_neghash"), counts, &across(0)));
     report
 }

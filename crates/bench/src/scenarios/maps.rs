@@ -1,11 +1,13 @@
 //! What the lookup scenarios share: the concurrent maps udcache is compared with, random
-//! lookup orders, and running lookups on 1 or 2 threads.
+//! lookup orders, running lookups on several threads, and the fields for thread counts above 2.
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::{Hash, RandomState};
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
+
+use crate::report::Row;
 
 /// The baselines' names, in the order scenarios report them.
 pub(super) const BASELINES: [&str; 4] = ["papaya", "dashmap", "rwlock", "mutex"];
@@ -61,10 +63,10 @@ impl<K: Hash + Eq + Send + Sync> Baseline<K> {
     }
 }
 
-/// Two threads' lookup orders: `per_thread` random indexes below `n` each (xorshift, seeded
-/// by `seed` and the thread number, so every run and variant sees the same orders).
-pub(super) fn random_orders(seed: u64, n: u64, per_thread: usize) -> Vec<Vec<u32>> {
-    (0..2u64)
+/// `threads` threads' lookup orders: `per_thread` random indexes below `n` each (xorshift,
+/// seeded by `seed` and the thread number, so every run and variant sees the same orders).
+pub(super) fn random_orders(seed: u64, n: u64, per_thread: usize, threads: usize) -> Vec<Vec<u32>> {
+    (0..threads as u64)
         .map(|t| {
             let mut x = seed ^ (t + 1);
             (0..per_thread)
@@ -93,4 +95,33 @@ pub(super) fn on_threads<R: Send>(
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     (results, start.elapsed())
+}
+
+/// How a scenario names one variant's figures in a row.
+pub(super) struct Fields<'a> {
+    /// The figure is `<figure>_<n>t`.
+    pub(super) figure: &'a str,
+    /// The scaling is `scaling_<n>t<scaling_suffix>`.
+    pub(super) scaling_suffix: &'a str,
+    /// The figure is a time per operation (else a rate): scaling is its inverse ratio.
+    pub(super) time_per_op: bool,
+}
+
+/// Adds the figure at `n` threads and the throughput at `n` threads over 1 thread to `row`,
+/// named by `fields`, for each thread count `n` above 2; `figures[k]` is the figure at
+/// `counts[k]` (`counts[0]` is 1).
+pub(super) fn with_more_threads(
+    mut row: Row,
+    fields: Fields,
+    counts: &[usize],
+    figures: &[f64],
+) -> Row {
+    let Fields { figure, scaling_suffix, time_per_op } = fields;
+    for (&n, &f) in counts.iter().zip(figures).skip(2) {
+        let scaling = if time_per_op { figures[0] / f } else { f / figures[0] };
+        row = row
+            .with(&format!("{figure}_{n}t"), f)
+            .with(&format!("scaling_{n}t{scaling_suffix}"), scaling);
+    }
+    row
 }
