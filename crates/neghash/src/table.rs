@@ -311,6 +311,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// [`lookup`](Self::lookup) with `name`'s hash made earlier by this table's
     /// [`name_hash`](Self::name_hash). A hash of another name, or made by another table, can
     /// only turn a hit into a miss: entries are still compared by parent and bytes.
+    #[inline]
     pub fn lookup_hashed<'g>(
         &'g self,
         guard: &'g Guard,

@@ -88,8 +88,8 @@ pub(crate) enum Stop<'g> {
 pub(crate) fn validate_path(path: &[u8]) -> Result<(), Error> {
     // No component is longer than its path, and the walk skips empty components and takes
     // `.` and `..`: a path of at most `NAME_MAX` bytes is valid unless it holds a NUL. One
-    // `memchr` then replaces a pass per component (a third of a cached walk's time).
-    if path.len() <= NAME_MAX && memchr::memchr(0, path).is_none() {
+    // search for NUL then replaces a pass per component (a third of a cached walk's time).
+    if path.len() <= NAME_MAX && find_byte(0, path).is_none() {
         return Ok(());
     }
     for (_, c) in components(path) {
@@ -101,13 +101,13 @@ pub(crate) fn validate_path(path: &[u8]) -> Result<(), Error> {
 }
 
 /// Components of `path` with their byte offsets, empty ones skipped; each `/` found with
-/// `memchr` rather than a byte-by-byte split.
+/// [`find_byte`] rather than a byte-by-byte split.
 fn components(path: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     let mut at = 0;
     std::iter::from_fn(move || {
         while at < path.len() {
             let start = at;
-            let end = memchr::memchr(b'/', &path[start..]).map_or(path.len(), |i| start + i);
+            let end = find_byte(b'/', &path[start..]).map_or(path.len(), |i| start + i);
             at = end + 1;
             if end > start {
                 return Some((start, &path[start..end]));
@@ -115,6 +115,20 @@ fn components(path: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
         }
         None
     })
+}
+
+/// The offset of the first `byte` in `s`. On x86-64, memchr's SSE2 search (SSE2 is part of
+/// the architecture, so `One::new` always succeeds) is called directly: `memchr::memchr`
+/// picks an implementation through a function pointer on every call, which costs more than
+/// searching a dozen-byte component (cachegrind: a 6-component walk went from 2,628 to 2,440
+/// instructions).
+#[inline]
+fn find_byte(byte: u8, s: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(sse2) = memchr::arch::x86_64::sse2::memchr::One::new(byte) {
+        return sse2.find(s);
+    }
+    memchr::memchr(byte, s)
 }
 
 impl Dcache {
@@ -253,6 +267,24 @@ mod tests {
         assert_eq!(components(b"").count(), 0);
         assert_eq!(components(b"///").count(), 0);
         assert_eq!(components(b"x").collect::<Vec<_>>(), [(0, &b"x"[..])]);
+    }
+
+    #[test]
+    fn find_byte_finds_the_first_at_every_offset_and_length() {
+        for byte in [b'/', 0] {
+            for len in 0..70 {
+                for at in 0..=len {
+                    // Bytes near the needle's value, and a second needle after the first.
+                    let mut s: Vec<u8> =
+                        (0..len).map(|i| [0x2e, 0x30, 0xaf, 0x01][i % 4]).collect();
+                    if at < len {
+                        s[at] = byte;
+                        s[len - 1] = byte;
+                    }
+                    assert_eq!(find_byte(byte, &s), (at < len).then_some(at), "{byte} {s:?}");
+                }
+            }
+        }
     }
 
     #[test]
