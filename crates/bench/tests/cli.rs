@@ -153,6 +153,7 @@ fn make_j_reports_scaling() {
     assert!(rows.iter().all(|r| r["scaling_3t"].as_f64().is_some()), "{rows:?}");
     // 20 headers x (50 include dirs + the system dir): each name is asked for at least once.
     assert!(s["backend_lookups"].as_u64().is_some_and(|n| n >= 1020), "{s}");
+    assert!(s["coalesced_misses"].as_u64().is_some(), "{s}");
 }
 
 #[test]

@@ -20,9 +20,11 @@
 //!
 //! Summary fields: `scaling_2t` (udcache compiles/s with 2 threads over 1 thread),
 //! `scaling_2t_mutex` (the same for the mutex table), plus `compiles_per_s_<variant>_<n>t`,
-//! `ratio_vs_mutex_1t`/`_2t` (udcache's throughput over the mutex table's) and
-//! `backend_lookups` (filesystem calls in udcache's last measurement: 1,020 if no negative was
-//! evicted); with `--max-threads`, also `compiles_per_s_<variant>_<n>t`, `scaling_<n>t` and
+//! `ratio_vs_mutex_1t`/`_2t` (udcache's throughput over the mutex table's),
+//! `backend_lookups` (filesystem calls in udcache's last measurement, the one at the most
+//! threads: 1,020 if no negative was evicted) and `coalesced_misses` (misses in it that waited
+//! for another thread's call instead of calling, each a sleep and a wake); with
+//! `--max-threads`, also `compiles_per_s_<variant>_<n>t`, `scaling_<n>t` and
 //! `scaling_<n>t_mutex` for each count n above 2.
 
 use std::cell::Cell;
@@ -166,8 +168,8 @@ fn compile(table: &Table, files: &Files) {
 }
 
 /// Compiles per second for `COMPILES` compiles shared by `threads` threads, on a fresh table;
-/// also the filesystem calls udcache made.
-fn make(variant: &str, files: &Files, threads: usize) -> (f64, u64) {
+/// also the filesystem calls udcache made and the misses it coalesced into them.
+fn make(variant: &str, files: &Files, threads: usize) -> (f64, (u64, u64)) {
     let table = Table::new(variant, files);
     let next = AtomicUsize::new(0);
     let start = Instant::now();
@@ -183,8 +185,11 @@ fn make(variant: &str, files: &Files, threads: usize) -> (f64, u64) {
     });
     let rate = COMPILES as f64 / start.elapsed().as_secs_f64();
     let calls = match &table {
-        Table::Udcache(c) => c.stats().backend_lookups,
-        Table::Mutex(_) => 0,
+        Table::Udcache(c) => {
+            let stats = c.stats();
+            (stats.backend_lookups, stats.coalesced_misses)
+        }
+        Table::Mutex(_) => (0, 0),
     };
     (rate, calls)
 }
@@ -193,12 +198,12 @@ fn make(variant: &str, files: &Files, threads: usize) -> (f64, u64) {
 pub fn run(opts: &Options) -> Report {
     let rounds = if opts.quick { 5 } else { 15 };
     let files = Files::new();
-    let backend_lookups = Cell::new(0);
+    let backend_calls = Cell::new((0, 0));
     let counts = &opts.threads;
     let mut runs: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
     for variant in ["udcache", "mutex"] {
         for &threads in counts {
-            let (files, calls) = (&files, &backend_lookups);
+            let (files, calls) = (&files, &backend_calls);
             runs.push(Box::new(move || {
                 let (rate, n) = make(variant, files, threads);
                 if variant == "udcache" {
@@ -234,7 +239,8 @@ pub fn run(opts: &Options) -> Report {
         .with("compiles_per_s_udcache_2t", ud2)
         .with("compiles_per_s_mutex_1t", mx1)
         .with("compiles_per_s_mutex_2t", mx2)
-        .with("backend_lookups", backend_lookups.get());
+        .with("backend_lookups", backend_calls.get().0)
+        .with("coalesced_misses", backend_calls.get().1);
     let summary = with_more_threads(summary, rate("compiles_per_s_udcache", ""), counts, ud);
     report.summary(with_more_threads(summary, rate("compiles_per_s_mutex", "_mutex"), counts, mx));
     report
