@@ -45,7 +45,13 @@ fn removed_entries_cells_are_recycled() {
             let held = table.insert(1, &name(round * 64 + i), false, i).unwrap();
             held.remove();
         }
+        // The removals' chain references are released by deferred functions (flushed to the
+        // global queue here, run once their epoch has passed), which park the cells under a
+        // cookie; the next round reuses them once that cookie has completed. Two full grace
+        // periods cover both steps, so the count below does not depend on timing.
         epoch::pin().flush();
+        udcache_gp::synchronize();
+        udcache_gp::synchronize();
     }
     let s = table.stats();
     assert_eq!(s.entries, 0);
