@@ -88,6 +88,12 @@ fn the_default_run_is_a_page_of_objects() {
 }
 
 #[test]
+fn a_configured_run_is_clamped_to_what_a_block_records() {
+    assert_eq!(PoolConfig::default().with_fresh_run(0).fresh_run(), Some(1));
+    assert_eq!(PoolConfig::default().with_fresh_run(1 << 20).fresh_run(), Some(65_535));
+}
+
+#[test]
 fn a_fresh_run_stops_at_the_cap() {
     let p = pool(PoolConfig::default().with_fresh_run(8).with_max_objects(Some(5)));
     let live: Vec<_> = (0..5).map(|_| p.alloc()).collect();

@@ -12,7 +12,7 @@
 //!   to start (after the lock is dropped), so one grace period serves many frees.
 //! - **Alloc**: an object of the thread's shard's oldest batch (the one freed last within it)
 //!   if that batch's cookie has completed (a load and a compare); else a completed batch stolen from another shard (`try_lock` only);
-//!   else a spare of the shard; else a fresh run: `fresh_run` objects made back to back, one
+//!   else a spare of the shard; else a fresh run: `fresh_run` objects made in one block, one
 //!   handed out and the others kept as the shard's spares; at `max_objects`, a spare left on
 //!   another shard. Only when the cap is reached and nothing is reusable does it wait: on the
 //!   oldest parked cookie, counted and timed as a stall.
@@ -22,6 +22,11 @@
 //!   a run, a burst of allocations (a directory's dentries added one after another) fills
 //!   whole pages with objects of this pool, so readers that walk them touch fewer pages (TLB
 //!   entries) and the allocator's neighbours of each object are objects of the same kind.
+//! - **Blocks.** A run is one allocation, aligned to two cache lines, with no allocator
+//!   header between its objects (see `run.rs`): a 128-byte object costs 128 bytes and fills
+//!   an aligned pair of lines. Releasing objects (`trim`, drop) returns a block's memory when
+//!   the last of its objects goes, as a slab does; a block with an object still in use or
+//!   parked keeps its memory.
 //! - **Locks.** One mutex per shard; a thread takes its own shard's lock and, while holding it,
 //!   at most `try_lock`s others: no lock order to violate, no deadlock. Shards belong to the
 //!   pool, not to threads, so a thread that exits strands nothing: its shard is used by other
@@ -32,17 +37,20 @@
 //!   argument). The pool re-initialises recycled objects with the caller's hook, never drops and
 //!   re-creates them, so memory under a late reader always holds a valid `T`.
 
+mod run;
 mod shard;
 mod slot;
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cookie::{GpCookie, completed, cond_synchronize, get_state, poll, request};
 use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use crate::sync::{Mutex, lock, try_lock};
+use run::Runs;
 use shard::Shard;
 use slot::Slot;
 
@@ -109,13 +117,15 @@ impl PoolConfig {
         self
     }
 
-    /// Objects made per fresh allocation (at least 1): one is handed out, the others wait on
-    /// the allocating thread's shard as spares for its next allocations (see
+    /// Objects made per fresh allocation (at least 1, at most 65,535): one is handed out, the
+    /// others wait on the allocating thread's shard as spares for its next allocations (see
     /// [`GpPool::alloc`]). At most `fresh_run - 1` spares per shard; [`GpPool::trim`]
     /// releases them. Within `max_objects`, a run is cut to what the cap leaves. By default a
     /// page's worth: as many objects as fit in 4 KiB, at least 1, at most 32 (1 under loom).
+    /// A run is one allocation, whose memory goes back to the allocator once all of its
+    /// objects are released (see [`GpPool::trim`]).
     pub fn with_fresh_run(mut self, objects: usize) -> Self {
-        self.fresh_run = Some(objects.max(1));
+        self.fresh_run = Some(objects.clamp(1, run::MAX_RUN));
         self
     }
 
@@ -211,6 +221,8 @@ pub struct GpPool<T: Send + 'static> {
     stalls: AtomicU64,
     stall_ns: AtomicU64,
     id: usize,
+    /// The blocks the objects live in (shared with a drop's deferred frees).
+    runs: Arc<Runs>,
 }
 
 // SAFETY: shards hold parked `T`s behind mutexes and hooks are Send + Sync; sharing the pool
@@ -250,6 +262,7 @@ impl<T: Send + 'static> GpPool<T> {
             stalls: AtomicU64::new(0),
             stall_ns: AtomicU64::new(0),
             id: next_pool_id(),
+            runs: Arc::default(),
         }
     }
 
@@ -315,8 +328,11 @@ impl<T: Send + 'static> GpPool<T> {
         self.park(Slot::from_value(ptr));
     }
 
-    /// Releases the memory of parked objects whose grace period has completed, and of the
-    /// spares; returns how many. Use it after a burst, when the pool holds more than it needs.
+    /// Releases parked objects whose grace period has completed, and the spares; returns how
+    /// many. Use it after a burst, when the pool holds more than it needs. Objects are made
+    /// in runs of one allocation each, so memory goes back to the allocator for each run all
+    /// of whose objects are released (now or earlier); a run with an object still in use or
+    /// parked keeps its memory until that one is released too.
     /// For the objects left parked it asks for a grace period to start (one covers them all:
     /// cookies are ordered), so that a later `trim` can release them.
     pub fn trim(&self) -> usize {
@@ -330,10 +346,10 @@ impl<T: Send + 'static> GpPool<T> {
                 pending = pending.max(sh.newest_cookie());
                 (done, std::mem::take(&mut sh.spares))
             };
-            released += free_spares(spares);
+            released += free_spares(&self.runs, spares);
             for slot in batches.into_iter().flat_map(shard::Batch::drain) {
                 // SAFETY: the batch's grace period completed: no reader can see the slot.
-                unsafe { Slot::free(slot) };
+                unsafe { self.runs.free(slot) };
                 released += 1;
             }
         }
@@ -448,7 +464,7 @@ impl<T: Send + 'static> GpPool<T> {
         self.shards.iter().find_map(|shard| lock(&shard.0).spares.pop())
     }
 
-    /// Makes up to `fresh_run` objects back to back (fewer if the cap is near, none at it);
+    /// Makes up to `fresh_run` objects in one block (fewer if the cap is near, none at it);
     /// returns the first and keeps the others as `home`'s spares.
     fn fresh_run(&self, home: usize) -> Option<NonNull<Slot<T>>> {
         let run = self.config.fresh_run.unwrap_or_else(page_run::<T>);
@@ -464,10 +480,10 @@ impl<T: Send + 'static> GpPool<T> {
         }
         .ok()?;
         self.peak.fetch_max(before + made, Relaxed);
-        let first = Slot::boxed((self.make)(), self.id);
-        // Made newest first, so that the shard's stack hands them out in address order.
-        let mut spares: Vec<_> = (1..made).map(|_| Slot::boxed((self.make)(), self.id)).collect();
+        let mut spares = self.runs.make(made, &self.make, self.id);
+        // The shard's stack hands spares out from its end: reversed, in address order.
         spares.reverse();
+        let first = spares.pop().expect("a run holds at least one object");
         lock(&self.shards[home].0).spares.append(&mut spares);
         Some(first)
     }
@@ -525,11 +541,11 @@ impl<T: Send + 'static> Drop for GpPool<T> {
                 let mut sh = lock(&shard.0);
                 (std::mem::take(&mut sh.spares), sh.drain().collect::<Vec<_>>())
             };
-            free_spares(spares);
+            free_spares(&self.runs, spares);
             for batch in batches {
                 if completed(&batch.cookie) {
                     // SAFETY: the grace period completed: no reader can still see these.
-                    batch.drain().for_each(|s| unsafe { Slot::free(s) });
+                    batch.drain().for_each(|s| unsafe { self.runs.free(s) });
                 } else {
                     waiting.push(batch);
                 }
@@ -538,10 +554,11 @@ impl<T: Send + 'static> Drop for GpPool<T> {
         if !waiting.is_empty() {
             // Readers that may see these objects are pinned now; crossbeam runs the closure
             // after all of them have unpinned.
+            let runs = Arc::clone(&self.runs);
             crossbeam_epoch::pin().defer(move || {
                 for slot in waiting.into_iter().flat_map(shard::Batch::drain) {
                     // SAFETY: every reader pinned when the pool was dropped has unpinned.
-                    unsafe { Slot::free(slot) };
+                    unsafe { runs.free(slot) };
                 }
             });
         }
@@ -618,12 +635,12 @@ impl<T: Send + fmt::Debug + 'static> fmt::Debug for PoolBox<'_, T> {
 }
 
 /// Frees spares taken off their shard; returns how many.
-fn free_spares<T>(spares: Vec<NonNull<Slot<T>>>) -> usize {
+fn free_spares<T>(runs: &Runs, spares: Vec<NonNull<Slot<T>>>) -> usize {
     let n = spares.len();
     for spare in spares {
         // SAFETY: a spare was never handed out, so no reader has seen it; taken off its shard,
         // it is owned here alone.
-        unsafe { Slot::free(spare) };
+        unsafe { runs.free(spare) };
     }
     n
 }
@@ -674,4 +691,28 @@ fn home_hint() -> usize {
         h.get()
     })
     .unwrap_or_else(|_| next_pool_id())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_goes_back_to_the_allocator_with_its_last_object() {
+        let config = PoolConfig::default().with_shards(1).with_fresh_run(4);
+        let pool = GpPool::with_config(config, || 0u64, |_| {});
+        let a = pool.alloc();
+        let b = pool.alloc();
+        assert_eq!(pool.runs.blocks(), 1, "one run: a, b and two spares");
+        assert_eq!(pool.trim(), 2, "the spares go");
+        assert_eq!(pool.runs.blocks(), 1, "a and b still live in it");
+        a.free();
+        crate::synchronize();
+        assert_eq!(pool.trim(), 1);
+        assert_eq!(pool.runs.blocks(), 1, "b still lives in it");
+        b.free();
+        crate::synchronize();
+        assert_eq!(pool.trim(), 1);
+        assert_eq!(pool.runs.blocks(), 0);
+    }
 }

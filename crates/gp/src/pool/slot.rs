@@ -21,15 +21,15 @@ struct DebugTag {
 }
 
 impl<T> Slot<T> {
-    /// A new heap slot holding `value`, owned by the pool with id `pool` (debug builds check it).
-    pub(crate) fn boxed(value: T, pool: usize) -> NonNull<Slot<T>> {
+    /// A slot holding `value`, owned by the pool with id `pool` (debug builds check it); the
+    /// pool places it in a run (see `run.rs`).
+    pub(crate) fn new(value: T, pool: usize) -> Self {
         let _ = pool;
-        let slot = Box::new(Slot {
+        Slot {
             value,
             #[cfg(debug_assertions)]
             tag: DebugTag { pool, parked: crate::sync::atomic::AtomicBool::new(false) },
-        });
-        NonNull::from(Box::leak(slot))
+        }
     }
 
     /// The slot whose value `value` points to.
@@ -58,15 +58,5 @@ impl<T> Slot<T> {
         }
         #[cfg(not(debug_assertions))]
         let _ = (slot, pool, parking);
-    }
-
-    /// Frees a slot and drops its value.
-    ///
-    /// # Safety
-    ///
-    /// `slot` came from [`Slot::boxed`], is owned by the caller, and no reader can still see it.
-    pub(crate) unsafe fn free(slot: NonNull<Slot<T>>) {
-        // SAFETY: allocated by Box in `boxed`; the caller owns it and no one else refers to it.
-        drop(unsafe { Box::from_raw(slot.as_ptr()) });
     }
 }
