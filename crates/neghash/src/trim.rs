@@ -16,7 +16,8 @@
 //! ([`MAX_RUN`]). Here every run of the chain is checked, not only the released entry's (see
 //! `trim_runs`), so the bound also holds after rule 2 or `shrink` spend second chances, and
 //! after any entry leaves the middle of a chain (the two runs around it become one: `retrim`).
-//! New entries go to the front of a chain, so a flood of single-use misses keeps about three
+//! A new negative goes in front of its chain's other negatives (behind the positives that
+//! lead it: see `table.rs`, Chain order), so a flood of single-use misses keeps about three
 //! negatives per bucket. Lookups that
 //! hit set the referenced bit, which ends a run: negatives that real workloads reuse survive —
 //! and so does a flood that touches every name twice, which is why rule 2 exists.

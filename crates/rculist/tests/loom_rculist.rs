@@ -235,10 +235,10 @@ fn child_walk_vs_make_negative() {
 
 /// Hash-chain lookup vs insert + remove on the same bucket: the entry on the chain throughout
 /// is found exactly once; the inserted and the removed one at most once; nothing is freed under
-/// the reader.
-#[test]
-fn chain_lookup_vs_insert_remove() {
-    model(|| {
+/// the reader. The chain is 0, 1; the writer inserts 2 first or between 0 and 1 (with a
+/// cursor, as neghash puts an entry in front of its chain's first negative), then removes 0.
+fn chain_lookup_vs_insert_remove(in_the_middle: bool) {
+    model(move || {
         let (freed, mut ns) = nodes(3);
         let bucket = Arc::new(HListBl::<HA>::new());
         {
@@ -254,7 +254,13 @@ fn chain_lookup_vs_insert_remove() {
                 let guard = epoch::pin();
                 let gone = {
                     let mut w = bucket.lock();
-                    w.push_front(n2).unwrap();
+                    if in_the_middle {
+                        let mut at = w.cursor_mut(&guard);
+                        at.move_next();
+                        at.insert_before(n2).unwrap();
+                    } else {
+                        w.push_front(n2).unwrap();
+                    }
                     w.remove(&n0).unwrap()
                 };
                 drop(n0);
@@ -280,6 +286,16 @@ fn chain_lookup_vs_insert_remove() {
         writer.join().unwrap();
         assert!(!bucket.is_locked());
     });
+}
+
+#[test]
+fn chain_lookup_vs_insert_at_the_front_and_remove() {
+    chain_lookup_vs_insert_remove(false);
+}
+
+#[test]
+fn chain_lookup_vs_insert_in_the_middle_and_remove() {
+    chain_lookup_vs_insert_remove(true);
 }
 
 /// Summarised lookups vs inserts and a removal on one bucket: the writer inserts node 0 and

@@ -137,16 +137,19 @@
 //! [`Dcache::shrink`] gives parked cells back to the allocator.
 //!
 //! Not done for certain: the `lookup` benchmark's target (udcache ≤ papaya per component at
-//! one thread). On this 2-core shared machine the ratio now lies around 1.0 — runs of the same
-//! binary range from about 0.9 to 1.25 — down from about 1.5: the pools make dentries in
-//! runs, so a tree added in one go has its dentries side by side instead of 720 bytes apart
-//! among inodes and inode-table entries (fewer TLB misses per step); the name table has two
-//! buckets per entry (fewer other dentries read before the one a step wants); a walk's answer
-//! carries the leaf's number from its dentry ([`Named`]), so the caller does not load the
-//! inode for it; and a step runs about 7% fewer instructions. What remains is compute (the
-//! walk still runs about a third more instructions than papaya's per component: SipHash of the
-//! name, the sequence-count snapshot, the validity check) and the TLB (glibc's heap on
-//! transparent huge pages still moves the ratio by about 0.1–0.2). A dentry's sequence count covers its inode and validity word, not its
+//! one thread) is met in the median of runs on this 2-core shared machine, not in every run.
+//! Eight alternating full runs gave a median of 0.995 (single runs 0.91–1.39), against 1.305
+//! for the build before hash chains kept their older positives first (single runs
+//! 1.04–1.65, the same batch). What brought it down from about 1.5: the pools make dentries
+//! in runs, side by side, in one allocation per run; the name table has two buckets per
+//! entry and each chain puts its older positives first, so a step reads few other dentries
+//! before its own (in a tree, the older ones are the ancestors, which every walk reads
+//! anyway); a walk's answer carries the leaf's number from its dentry ([`Named`]), so the
+//! caller does not load the inode for it; and the next component is hashed while the current
+//! step waits on memory. What remains is the footprint: a dentry entry is 120 bytes, papaya's
+//! node and name about 80, and when other tenants of the host contend for the caches
+//! udcache's walk slows more than papaya's (udcache 93–189 ns per component over those runs,
+//! papaya 96–140). A dentry's sequence count covers its inode and validity word, not its
 //! place in the tree: a rename makes a new dentry, and walks are validated by the
 //! global rename sequence, which is coarser than the kernel's per-dentry check (any rename
 //! sends overlapping walks to the fallback).
