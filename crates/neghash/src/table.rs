@@ -26,20 +26,20 @@
 //!   clear at best), the common case of a miss in a flood. The bucket index uses the
 //!   hash's high half, so the two do not correlate. The head word also counts a short
 //!   chain's entries, which lets rule 2 skip its walk when the chain cannot exceed the cap.
-//! - **Chain order**: an insert links the new entry in front of the chain's first negative
-//!   entry (last if the chain has none), found by stepping over the positives that lead it,
-//!   under the bucket lock. So those positives keep the order they were added in, oldest
-//!   first, and the negatives follow them, newest first (the order the trimming rules count
-//!   runs in: [`crate::trim`]). A positive lookup then steps over no negative and no
-//!   positive added after it (unless entries changed polarity in place: below). That is the order lookups want in a file tree: a directory's
-//!   entry is added before its children's (a walk must find it to reach them), and every walk
-//!   below it looks it up, so the entries added after it in its chain — descendants, leaves
-//!   mostly — are colder; in a table larger than the CPU's caches each one stepped over is a
-//!   cache miss (`udcache-bench lookup` here: udcache's time per component over papaya's went
-//!   from 1.18 to 1.01 when inserts stopped going to the front, medians of 8 runs). The order
-//!   is where entries are put, not an invariant: an entry whose polarity flips stays where it
-//!   is (moving it under lockless readers could hide it from them), and nothing depends on it
-//!   but speed.
+//! - **Chain order**: an insert links the new entry in front of the chain's first negative entry
+//!   (last if the chain has none), found by stepping over the positives that lead it, under the
+//!   bucket lock. So those positives keep the order they were added in, oldest first, and the
+//!   negatives follow them, newest first (the order the trimming rules count runs in:
+//!   [`crate::trim`]). A positive lookup then steps over no negative and no positive added after
+//!   it (unless entries changed polarity in place: below). That is the order lookups want in a
+//!   file tree: a directory's entry is added before its children's (a walk must find it to reach
+//!   them), and every walk below it looks it up, so the entries added after it in its chain —
+//!   descendants, leaves mostly — are colder; in a table larger than the CPU's caches each one
+//!   stepped over is a cache miss (`udcache-bench lookup` here: udcache's time per component over
+//!   papaya's went from 1.18 to 1.01 when inserts stopped going to the front, medians of 8 runs).
+//!   The order is where entries are put, not an invariant: an entry whose polarity flips stays
+//!   where it is (moving it under lockless readers could hide it from them), and nothing depends
+//!   on it but speed.
 //!
 //! No resizing: the bucket count is fixed at creation from the expected size (as the kernel
 //! sizes its dentry hash once at boot). Resizing under lockless readers needs a second table

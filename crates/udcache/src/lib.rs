@@ -136,23 +136,23 @@
 //! reused for another name after the pool's own grace period ([`Stats::dentries_recycled`]);
 //! [`Dcache::shrink`] gives parked cells back to the allocator.
 //!
-//! Not done for certain: the `lookup` benchmark's target (udcache ≤ papaya per component at
-//! one thread) is met in the median of runs on this 2-core shared machine, not in every run.
-//! Eight alternating full runs gave a median of 0.995 (single runs 0.91–1.39), against 1.305
-//! for the build before hash chains kept their older positives first (single runs
-//! 1.04–1.65, the same batch). What brought it down from about 1.5: the pools make dentries
-//! in runs, side by side, in one allocation per run; the name table has two buckets per
-//! entry and each chain puts its older positives first, so a step reads few other dentries
-//! before its own (in a tree, the older ones are the ancestors, which every walk reads
-//! anyway); a walk's answer carries the leaf's number from its dentry ([`Named`]), so the
-//! caller does not load the inode for it; and the next component is hashed while the current
-//! step waits on memory. What remains is the footprint: a dentry entry is 120 bytes, papaya's
-//! node and name about 80, and when other tenants of the host contend for the caches
-//! udcache's walk slows more than papaya's (udcache 93–189 ns per component over those runs,
-//! papaya 96–140). A dentry's sequence count covers its inode and validity word, not its
-//! place in the tree: a rename makes a new dentry, and walks are validated by the
-//! global rename sequence, which is coarser than the kernel's per-dentry check (any rename
-//! sends overlapping walks to the fallback).
+//! Not done for certain: the `lookup` benchmark's targets hold in about half the runs on this
+//! 2-core shared machine. udcache ≤ papaya per component at one thread: 28 full runs gave a
+//! median of 1.004 (0.81–1.39, 14 at or below 1), against 1.18 for the build before hash chains
+//! kept their older positives first (12 runs, 1.04–1.65, none at or below 1). Two threads over
+//! one ≥ 1.8: median 1.72 over the same 28 runs (1.36–2.46); the two builds do not differ in
+//! alternating pairs. What brought the first down from about 1.5: the pools make dentries in
+//! runs, side by side, in one allocation per run; the name table has two buckets per entry and
+//! each chain puts its older positives first, so a step reads few other dentries before its own
+//! (in a tree, the older ones are the ancestors, which every walk reads anyway); a walk's
+//! answer carries the leaf's number from its dentry ([`Named`]), so the caller does not load
+//! the inode for it; and the next component is hashed while the current step waits on memory.
+//! What remains is the footprint: a dentry entry is 120 bytes, papaya's node and name about 80,
+//! and when other tenants of the host contend for the caches udcache's walk slows more than
+//! papaya's (udcache 86–189 ns per component over those runs, papaya 87–140). A dentry's
+//! sequence count covers its inode and validity word, not its place in the tree: a rename makes
+//! a new dentry, and walks are validated by the global rename sequence, which is coarser than
+//! the kernel's per-dentry check (any rename sends overlapping walks to the fallback).
 
 pub mod access;
 pub mod attr;
