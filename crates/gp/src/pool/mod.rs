@@ -26,7 +26,8 @@
 //!   header between its objects (see `run.rs`): a 128-byte object costs 128 bytes and fills
 //!   an aligned pair of lines. Releasing objects (`trim`, drop) returns a block's memory when
 //!   the last of its objects goes, as a slab does; a block with an object still in use or
-//!   parked keeps its memory.
+//!   parked keeps its memory, and the slots released from it are holes that later runs fill
+//!   before a new block is allocated.
 //! - **Locks.** One mutex per shard; a thread takes its own shard's lock and, while holding it,
 //!   at most `try_lock`s others: no lock order to violate, no deadlock. Shards belong to the
 //!   pool, not to threads, so a thread that exits strands nothing: its shard is used by other
@@ -332,7 +333,8 @@ impl<T: Send + 'static> GpPool<T> {
     /// many. Use it after a burst, when the pool holds more than it needs. Objects are made
     /// in runs of one allocation each, so memory goes back to the allocator for each run all
     /// of whose objects are released (now or earlier); a run with an object still in use or
-    /// parked keeps its memory until that one is released too.
+    /// parked keeps its memory until that one is released too, and the slots released from
+    /// it are filled again by later allocations before any new run is made.
     /// For the objects left parked it asks for a grace period to start (one covers them all:
     /// cookies are ordered), so that a later `trim` can release them.
     pub fn trim(&self) -> usize {
@@ -464,7 +466,8 @@ impl<T: Send + 'static> GpPool<T> {
         self.shards.iter().find_map(|shard| lock(&shard.0).spares.pop())
     }
 
-    /// Makes up to `fresh_run` objects in one block (fewer if the cap is near, none at it);
+    /// Makes up to `fresh_run` objects (fewer if the cap is near, none at it): in the holes
+    /// earlier releases left in blocks still in use, or else in one new block (see `run.rs`);
     /// returns the first and keeps the others as `home`'s spares.
     fn fresh_run(&self, home: usize) -> Option<NonNull<Slot<T>>> {
         let run = self.config.fresh_run.unwrap_or_else(page_run::<T>);
@@ -479,8 +482,11 @@ impl<T: Send + 'static> GpPool<T> {
             None => Ok(self.objects.fetch_add(run, Relaxed)),
         }
         .ok()?;
-        self.peak.fetch_max(before + made, Relaxed);
         let mut spares = self.runs.make(made, &self.make, self.id);
+        // Fewer holes than asked for: give the rest of the budget back (Relaxed: the budget,
+        // as above).
+        self.objects.fetch_sub(made - spares.len(), Relaxed);
+        self.peak.fetch_max(before + spares.len(), Relaxed);
         // The shard's stack hands spares out from its end: reversed, in address order.
         spares.reverse();
         let first = spares.pop().expect("a run holds at least one object");
@@ -714,5 +720,23 @@ mod tests {
         crate::synchronize();
         assert_eq!(pool.trim(), 1);
         assert_eq!(pool.runs.blocks(), 0);
+    }
+
+    #[test]
+    fn the_slots_a_trim_frees_are_filled_again_before_a_new_run() {
+        let config = PoolConfig::default().with_shards(1).with_fresh_run(4);
+        let pool = GpPool::with_config(config, || 0u64, |_| {});
+        let mut boxes: Vec<_> = (0..4).map(|_| pool.alloc()).collect();
+        let addr = |b: &PoolBox<'_, u64>| std::ptr::from_ref::<u64>(b).addr();
+        let first = addr(&boxes[0]);
+        boxes.drain(..2).for_each(PoolBox::free);
+        crate::synchronize();
+        assert_eq!(pool.trim(), 2);
+        assert_eq!((pool.runs.blocks(), pool.runs.holes()), (1, 2));
+        let again = pool.alloc();
+        assert_eq!(addr(&again), first, "the lowest hole");
+        assert_eq!((pool.runs.blocks(), pool.runs.holes()), (1, 0), "the other is a spare now");
+        let s = pool.stats();
+        assert_eq!((s.objects, s.spares, s.peak_objects), (4, 1, 4));
     }
 }

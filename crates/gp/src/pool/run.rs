@@ -16,28 +16,48 @@
 //! the allocator only whole. [`Runs`] records every block with how many of its objects are
 //! still alive; freeing an object drops it and counts its block down, and the last one
 //! deallocates the block. A block whose objects are partly still in use keeps its memory (as
-//! a slab page does). The table's lock is taken once per run made (one in 32 allocations of
-//! a 128-byte object at most, and none when a parked object is reused) and once per object
-//! released; never when an object is parked or handed out again.
+//! a slab page does), and the slot the freed object leaves is a **hole**: the table keeps the
+//! holes, and the next run is made in them (lowest address first) before any new block is
+//! allocated. So memory a partial trim could not give back is used again when the pool grows:
+//! a cache shrunk to a random tenth and filled again reuses its old blocks instead of adding
+//! new ones beside them. Objects are made in holes one by one, not side by side: only a new
+//! block keeps a run's objects together.
+//!
+//! The table's lock is taken once per run made (one in 32 allocations of a 128-byte object at
+//! most, and none when a parked object is reused) and once per object released; never when an
+//! object is parked or handed out again.
+//!
+//! Holes are kept as addresses. Every block's provenance is exposed when it is allocated, so
+//! a pointer to a hole is rebuilt from its address (`with_exposed_provenance_mut`) with the
+//! rights of the block it lies in.
 //!
 //! The table's lock is std's even under loom: it is bookkeeping of memory, not part of a
 //! protocol the models check, and the pool's drop may hand it to a deferred function that
 //! outlives the model's execution.
 
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
-use std::collections::BTreeMap;
-use std::ptr::NonNull;
-use std::sync::{Mutex, PoisonError};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ptr::{NonNull, with_exposed_provenance_mut};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::slot::Slot;
 
 /// The alignment of every block: two cache lines.
 pub(crate) const RUN_ALIGN: usize = 128;
 
-/// The blocks of a pool, by start address.
+/// The blocks of a pool and their holes.
 #[derive(Default)]
 pub(crate) struct Runs {
-    blocks: Mutex<BTreeMap<usize, Block>>,
+    table: Mutex<Table>,
+}
+
+#[derive(Default)]
+struct Table {
+    /// Every block, by start address.
+    blocks: BTreeMap<usize, Block>,
+    /// The address of every slot whose object was freed while its block stayed (see the
+    /// module docs).
+    holes: BTreeSet<usize>,
 }
 
 /// One block: how many objects it was made with (which gives its layout) and how many of
@@ -62,8 +82,9 @@ fn block_layout<T>(n: usize) -> Layout {
 }
 
 impl Runs {
-    /// Makes `n` (at least 1) objects with `make` in one new block; their slots, in address
-    /// order. A `make` that panics leaks the block (and the objects made before it).
+    /// Makes up to `n` (at least 1) objects with `make`: in holes if there are any (as many as
+    /// there are, up to `n`), or else `n` in one new block. Their slots, in address order. A
+    /// `make` that panics leaks the slots not yet filled (and their blocks).
     pub(crate) fn make<T>(
         &self,
         n: usize,
@@ -71,11 +92,28 @@ impl Runs {
         pool: usize,
     ) -> Vec<NonNull<Slot<T>>> {
         assert!(n > 0, "a run holds at least one object");
+        let holes = self.lock().fill_holes(n);
+        if !holes.is_empty() {
+            return holes
+                .into_iter()
+                .map(|addr| {
+                    let slot = NonNull::new(with_exposed_provenance_mut::<Slot<T>>(addr))
+                        .expect("a hole is inside a block");
+                    // SAFETY: a hole is a slot of a live block of this table (exposed when the
+                    // block was allocated, aligned as every slot of it) whose object was
+                    // dropped; taken off the hole set, it is this call's alone.
+                    unsafe { slot.write(Slot::new(make(), pool)) };
+                    slot
+                })
+                .collect();
+        }
         let objects = u16::try_from(n).expect("a run holds at most MAX_RUN objects");
         let layout = block_layout::<T>(n);
         // SAFETY: the layout's size is non-zero.
         let base = unsafe { alloc(layout) }.cast::<Slot<T>>();
         let Some(base) = NonNull::new(base) else { handle_alloc_error(layout) };
+        // Holes of this block are rebuilt from their addresses (see the module docs).
+        base.as_ptr().expose_provenance();
         let slots: Vec<_> = (0..n)
             .map(|i| {
                 // SAFETY: `i < n` and the block holds `n` slots (`Layout::array`).
@@ -87,7 +125,7 @@ impl Runs {
             })
             .collect();
         let block = Block { objects, alive: objects };
-        self.lock().insert(base.as_ptr().addr(), block);
+        self.lock().blocks.insert(base.as_ptr().addr(), block);
         slots
     }
 
@@ -101,33 +139,61 @@ impl Runs {
         // SAFETY: the caller owns the live slot and nothing refers to it any more.
         unsafe { slot.drop_in_place() };
         let addr = slot.as_ptr().addr();
-        let mut blocks = self.lock();
-        // Blocks do not overlap, so the one holding `addr` starts at or below it, and no other
-        // block starts between the two.
-        let (&start, block) = blocks.range_mut(..=addr).next_back().expect("a slot of a run");
+        let mut table = self.lock();
+        let (start, block) = table.block_of(addr);
         let layout = block_layout::<T>(block.objects as usize);
         debug_assert!(addr < start + layout.size(), "udcache_gp: a slot outside its run");
         block.alive -= 1;
-        if block.alive == 0 {
-            blocks.remove(&start);
-            drop(blocks);
-            // The block's start, with the provenance of the slot's pointer (derived from it).
-            let base = slot.as_ptr().cast::<u8>().with_addr(start);
-            // SAFETY: allocated by `make` with this layout; every object in it has been
-            // dropped, so nothing refers to it.
-            unsafe { dealloc(base, layout) };
+        if block.alive > 0 {
+            table.holes.insert(addr);
+            return;
         }
+        table.blocks.remove(&start);
+        // The block's other slots are all holes now: they go with it.
+        let mut above = table.holes.split_off(&start);
+        table.holes.append(&mut above.split_off(&(start + layout.size())));
+        drop(table);
+        // The block's start, with the provenance of the slot's pointer (derived from it).
+        let base = slot.as_ptr().cast::<u8>().with_addr(start);
+        // SAFETY: allocated by `make` with this layout; every object in it has been dropped,
+        // so nothing refers to it.
+        unsafe { dealloc(base, layout) };
     }
 
     /// The blocks alive now (for tests).
     #[cfg(test)]
     pub(crate) fn blocks(&self) -> usize {
-        self.lock().len()
+        self.lock().blocks.len()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, Block>> {
-        // A panic never leaves the table half-updated (each update is one map operation).
-        self.blocks.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The holes now (for tests).
+    #[cfg(test)]
+    pub(crate) fn holes(&self) -> usize {
+        self.lock().holes.len()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        // A panic never leaves the table half-updated: no update calls out of this module.
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Table {
+    /// The block holding `addr`: its start and its counts.
+    fn block_of(&mut self, addr: usize) -> (usize, &mut Block) {
+        // Blocks do not overlap, so the one holding `addr` starts at or below it, and no other
+        // block starts between the two.
+        let (&start, block) = self.blocks.range_mut(..=addr).next_back().expect("a slot of a run");
+        (start, block)
+    }
+
+    /// Takes up to `n` holes, lowest first, counting each back into its block.
+    fn fill_holes(&mut self, n: usize) -> Vec<usize> {
+        let taken: Vec<usize> = std::iter::from_fn(|| self.holes.pop_first()).take(n).collect();
+        for &addr in &taken {
+            self.block_of(addr).1.alive += 1;
+        }
+        taken
     }
 }
 
@@ -176,6 +242,32 @@ mod tests {
             assert_eq!(runs.blocks(), blocks_after);
         }
         assert_eq!(drops.load(Relaxed), 5);
+    }
+
+    #[test]
+    fn freed_slots_are_holes_the_next_run_fills_and_a_released_block_takes_its_holes() {
+        let runs = Runs::default();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let a = runs.make(4, || Line::new(&drops), 1);
+        let free = |s: NonNull<Slot<Line>>| {
+            // SAFETY: each slot passed here was made by `runs` and is freed once while live.
+            unsafe { runs.free(s) }
+        };
+        free(a[2]);
+        free(a[1]);
+        assert_eq!((runs.blocks(), runs.holes()), (1, 2));
+        let b = runs.make(3, || Line::new(&drops), 1);
+        assert_eq!(b, [a[1], a[2]], "the two holes, lowest first, and no new block");
+        assert_eq!((runs.blocks(), runs.holes()), (1, 0));
+        let c = runs.make(2, || Line::new(&drops), 1);
+        assert_eq!(runs.blocks(), 2, "no hole left: a new block");
+        [c[0], a[0], b[0], a[3]].into_iter().for_each(free);
+        assert_eq!((runs.blocks(), runs.holes()), (2, 4));
+        free(b[1]);
+        assert_eq!((runs.blocks(), runs.holes()), (1, 1), "the first block went with its holes");
+        free(c[1]);
+        assert_eq!((runs.blocks(), runs.holes()), (0, 0));
+        assert_eq!(drops.load(Relaxed), 8, "each object made, in a block or a hole, dropped once");
     }
 
     #[test]
