@@ -26,7 +26,11 @@
 //! udcache is at least as fast), `scaling_2t` (udcache's throughput with 2 threads over
 //! 1 thread), `scaling_2t_mutex` (the same for `Mutex<HashMap>`), plus
 //! `ns_per_component_<variant>_<threads>t` for every variant; with `--max-threads`, also
-//! `scaling_<n>t` and `scaling_<n>t_mutex` for each count n above 2.
+//! `scaling_<n>t` and `scaling_<n>t_mutex` for each count n above 2. Each variant's row also
+//! gives `bytes_per_entry`: the heap bytes its tree took per cached name (the harness's
+//! counting allocator, across the build). udcache's include the inode behind each name —
+//! its attributes, its name list, a directory's children and listing state — and the inode
+//! table; a map's are a key and a number.
 
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
@@ -36,6 +40,7 @@ use udcache::{Config, Dcache, FileType, InodeSpec, ROOT_INO, Walk, epoch};
 
 use super::maps::{BASELINES, Baseline, Fields, on_threads, random_orders, with_more_threads};
 use crate::Options;
+use crate::alloc_count::settled_live_bytes;
 use crate::measure::interleaved;
 use crate::report::{Report, Row};
 
@@ -201,7 +206,18 @@ pub fn run(opts: &Options) -> Report {
     let orders = random_orders(0x2545_f491_4f6c_dd1d, leaves, per_thread, counts[counts.len() - 1]);
     let entries = tree_entries();
     let variants: Vec<&str> = ["udcache"].into_iter().chain(BASELINES).collect();
-    let trees: Vec<Tree> = variants.iter().map(|v| build(v, &entries)).collect();
+    // Each tree's heap bytes per cached name, measured as it is built: udcache's include its
+    // inodes (with their attributes, names and directories' children), the maps' a key and
+    // a number.
+    let (trees, bytes): (Vec<Tree>, Vec<f64>) = variants
+        .iter()
+        .map(|v| {
+            let before = settled_live_bytes();
+            let tree = build(v, &entries);
+            let bytes = settled_live_bytes().saturating_sub(before);
+            (tree, bytes as f64 / entries.len() as f64)
+        })
+        .unzip();
     // Every variant resolves the same leaves to the same inos.
     let check: Vec<u64> = trees.iter().map(|t| walks(t, &paths, &orders[0][..1000])).collect();
     assert!(check.iter().all(|&s| s == check[0]), "variants disagree: {check:?}");
@@ -235,7 +251,8 @@ pub fn run(opts: &Options) -> Report {
             .with("ns_per_component_1t", one[i])
             .with("ns_per_component_2t", two[i])
             .with("scaling_2t", one[i] / two[i])
-            .with("ratio_vs_udcache_1t", one[i] / one[0]);
+            .with("ratio_vs_udcache_1t", one[i] / one[0])
+            .with("bytes_per_entry", bytes[i]);
         report.row(with_more_threads(
             row,
             per_component("ns_per_component", ""),
