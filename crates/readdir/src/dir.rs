@@ -13,6 +13,10 @@
 //!   returns, or panics ([`Inflight`]'s drop).
 //! - A fill is kept only if no change was announced while it ran, or it already saw the
 //!   announced verifier ([`Listing::adopt`]); otherwise its entries go to its reader only.
+//!   A fill that brings a verifier the listing did not know moves the epoch itself — the
+//!   first one after the cache was made or told of an unknown change too — so of two fills
+//!   that ran side by side and saw different directories, the first one back is kept and
+//!   the other goes to its reader only.
 //!
 //! What a reader observes: every entry it gets comes from a fresh page (filled under the
 //! verifier current when it is read) or from its own fill, so a change announced before a read
@@ -142,7 +146,8 @@ impl<B: Backend + 'static> DirCache<B> {
     /// [`Error::InvalidArgument`] if `max == 0`; [`Error::BadCookie`] if the cookie is not cached
     /// and the backend cannot resume at it; [`Error::Loop`] if the backend's answer would make
     /// the listing spin; [`Error::Backend`] for the backend's own failures. A failed read
-    /// changes nothing in the cache.
+    /// keeps nothing new and counts as neither a hit nor a miss (a stale page it met on the
+    /// way is dropped all the same: it could serve nobody).
     ///
     /// ```
     /// use std::num::NonZeroUsize;
@@ -196,9 +201,10 @@ impl<B: Backend + 'static> DirCache<B> {
         for v in victims {
             v.evict();
         }
+        let eof = result?;
         let c = &d.shared.counters;
         Counters::add(if missed { &c.misses } else { &c.hits }, 1);
-        result.map(|eof| Batch { entries: out, eof })
+        Ok(Batch { entries: out, eof })
     }
 
     /// A pass over the directory from the start, with loop detection across calls.
@@ -300,7 +306,8 @@ impl<B: Backend + 'static> Dir<B> {
     fn copy(&self, st: &mut State, pos: Pos, max: usize, out: &mut Vec<Entry>) -> PageEnd {
         let page = st.listing.page(pos.page);
         let from = pos.slot as usize;
-        let to = page.entries.len().min(from + (max - out.len()));
+        // Saturating: `max` may be anything up to `usize::MAX`.
+        let to = page.entries.len().min(from.saturating_add(max - out.len()));
         out.extend_from_slice(&page.entries[from..to]);
         let at_end = to == page.entries.len();
         let (eof, key) = (page.eof, page.lru);

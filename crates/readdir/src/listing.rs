@@ -193,6 +193,12 @@ impl Listing {
             // Nothing was announced while the fill ran: its verifier is the newest known.
             let changed = match self.verifier {
                 None => {
+                    // The first verifier since the cache was made or told of an unknown
+                    // change. A new epoch all the same (no page is fresh without a verifier,
+                    // so none goes stale): another fill that started with this one but read
+                    // the directory before it changed, and returns later with an older
+                    // verifier, is then not kept over this one.
+                    self.epoch += 1;
                     self.verifier = Some(verifier);
                     false
                 }
@@ -409,6 +415,21 @@ mod tests {
         let now = l.epoch();
         assert_eq!(l.adopt(now, Verifier(3)), Adopt::Keep { changed: true });
         assert_eq!(l.verifier(), Some(Verifier(3)));
+    }
+
+    #[test]
+    fn with_no_verifier_known_the_first_fill_back_wins_over_an_older_one() {
+        let mut l = Listing::default();
+        assert!(l.change(None), "told of a change it cannot name");
+        let started = l.epoch();
+        // Two fills start; the one that read the directory later comes back first.
+        assert_eq!(l.adopt(started, Verifier(2)), Adopt::Keep { changed: false });
+        let page = l.insert(0, fill(&[1, 2, 3], true, 2), 1);
+        assert!(l.is_complete());
+        assert_eq!(l.adopt(started, Verifier(1)), Adopt::Uncached, "the older one goes uncached");
+        assert_eq!(l.verifier(), Some(Verifier(2)));
+        assert_eq!(l.resolve(1), Resolve::Hit(Pos { page, slot: 1 }));
+        assert!(l.is_complete());
     }
 
     #[test]

@@ -185,3 +185,74 @@ fn zero_max_is_invalid() {
     assert_eq!(dir.read(0, 0).unwrap_err().errno(), libc::EINVAL);
     assert_eq!(dir.backend().calls(), 0);
 }
+
+/// A directory whose fill at cookie 0 reads the listing, then waits at a gate before it
+/// returns: a slow reader that saw the directory before a change made behind the cache.
+struct SlowStart {
+    dir: MemDir,
+    entered: std::sync::Mutex<bool>,
+    gate: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+}
+
+impl Backend for SlowStart {
+    fn fill(&self, cookie: u64, max: usize) -> Result<Fill, FillError> {
+        let fill = self.dir.fill(cookie, max);
+        if cookie == 0 {
+            *self.entered.lock().unwrap() = true;
+            let mut open = self.gate.lock().unwrap();
+            while !*open {
+                open = self.opened.wait(open).unwrap();
+            }
+        }
+        fill
+    }
+}
+
+#[test]
+fn a_fill_that_read_an_older_directory_never_replaces_a_newer_one_kept_before_it() {
+    let dir = cache(64, 16).dir(SlowStart {
+        dir: MemDir::with_entries(CookieStyle::Ordered, 100, 0..5),
+        entered: Default::default(),
+        gate: Default::default(),
+        opened: Default::default(),
+    });
+    // No verifier is known yet. A reader's fill at cookie 0 reads n0..n4 and waits.
+    let slow = {
+        let dir = dir.clone();
+        std::thread::spawn(move || dir.read(0, 16).unwrap())
+    };
+    while !*dir.backend().entered.lock().unwrap() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // n50 is created behind the cache; a reader resuming at n2 sees it and returns first.
+    let newer = dir.backend().dir.insert(50).unwrap();
+    let resumed = dir.read(MemDir::new(CookieStyle::Ordered, 100).cookie(2), 16).unwrap();
+    assert!(resumed.entries.iter().any(|e| &*e.name == b"n50"));
+    assert_eq!(dir.verifier(), Some(newer));
+    *dir.backend().gate.lock().unwrap() = true;
+    dir.backend().opened.notify_all();
+    slow.join().unwrap();
+    // The slow reader got what it read, but the cache kept the newer listing.
+    assert_eq!(dir.verifier(), Some(newer));
+    assert_ne!(dir.lookup(b"n50"), udcache_readdir::Lookup::Absent);
+}
+
+#[test]
+fn a_read_of_any_size_from_the_middle_of_a_page_returns_the_rest() {
+    let dir = cache(64, 8).dir(MemDir::with_entries(CookieStyle::Ordered, 100, 0..10));
+    let first = dir.read(0, 2).unwrap();
+    let rest = dir.read(first.entries[1].cookie, usize::MAX).unwrap();
+    assert_eq!(rest.entries.len(), 6, "the rest of the first page of 8");
+}
+
+#[test]
+fn a_refused_cookie_counts_as_neither_a_hit_nor_a_miss() {
+    let c = cache(64, 4);
+    let dir = c.dir(MemDir::with_entries(CookieStyle::Hashed, 100, 0..10));
+    dir.read(0, 4).unwrap();
+    let before = c.stats();
+    assert_eq!(dir.read(12345, 4), Err(Error::BadCookie { cookie: 12345 }));
+    let after = c.stats();
+    assert_eq!((after.hits, after.misses), (before.hits, before.misses));
+}
