@@ -594,7 +594,9 @@ impl Dcache {
     /// until [`forget`](Self::forget). Unlinking a directory opens a rename section (see
     /// [`crate::rename`]); the filesystem is trusted to have checked it was empty.
     ///
-    /// Errors: a bad name; no positive dentry ([`Error::NotFound`]).
+    /// Errors, changing nothing: a bad name; no positive dentry ([`Error::NotFound`]). A
+    /// filesystem that did remove the name then calls [`invalidate`](Self::invalidate) on it:
+    /// the dentry may have been shrunk away while the directory's listing still lists it.
     pub fn unlink(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
         validate_name(name)?;
         let guard = epoch::pin();

@@ -155,6 +155,14 @@ impl Dcache {
         absent
     }
 
+    /// Whether `dir`'s listing answers for `name` without a dentry: listed, or absent from a
+    /// complete listing (what [`Dcache::invalidate`] must take back where no dentry is).
+    pub(crate) fn listing_knows(&self, dir: u64, name: &[u8]) -> bool {
+        self.dir_state(&epoch::pin(), dir)
+            .and_then(|d| d.listing.get())
+            .is_some_and(|l| l.lookup(name) != udcache_readdir::Lookup::Unknown)
+    }
+
     /// A positive dentry `name` filed in `dir`: a creation if the complete listing lacked it,
     /// or, for an incomplete listing, if the caller `asserted` the name (an `add`, not a
     /// lookup's answer).

@@ -90,7 +90,9 @@ impl RenameSeq {
         let odd = self.seq.load(Ordering::Relaxed) + 1;
         debug_assert!(odd & 1 == 1, "a section opened inside a section");
         self.seq.store(odd, Ordering::Relaxed);
-        // Release fence: orders the odd store before every change of the section (see rules).
+        // Release fence: orders the odd store before every change of the section; pairs with
+        // the Acquire fence of `read_valid` (a walk that read a change of this section then
+        // sees the odd count, or a later one).
         fence(Ordering::Release);
         WriteSection { _lock: guard, seq: &self.seq, odd }
     }
@@ -145,7 +147,10 @@ impl crate::Dcache {
     ///
     /// Errors, changing nothing: a bad name; `new_parent` not a cached directory; no positive
     /// source ([`Error::NotFound`](crate::Error::NotFound)); a positive target with
-    /// [`RenameMode::NoReplace`]; no positive target with [`RenameMode::Exchange`].
+    /// [`RenameMode::NoReplace`]; no positive target with [`RenameMode::Exchange`]. A
+    /// filesystem that did make the change then calls
+    /// [`invalidate`](crate::Dcache::invalidate) on both names: a dentry may have been shrunk
+    /// away while a listing still answers for its name.
     ///
     /// ```
     /// use udcache::{Config, Dcache, FileType, InodeSpec, RenameMode, ROOT_INO, Walk, epoch};

@@ -219,9 +219,12 @@ impl Dcache {
     /// Drops the dentry `(parent, name)` (and, for a directory, everything cached below it)
     /// so that the next lookup of it misses: the filesystem said it changed behind the cache
     /// (FUSE's `notify_inval_entry`). The inodes stay cached until `forget`. The parent's
-    /// listing is marked changed.
+    /// listing is marked changed. A name with no dentry that the listing answers for (listed,
+    /// or absent from a complete listing: a dentry shrunk away, a name never looked up) has
+    /// only the listing marked changed, so the next lookup asks the filesystem.
     ///
-    /// Errors: a bad name; nothing cached under the name ([`Error::NotFound`]).
+    /// Errors, changing nothing: a bad name; nothing cached under the name, neither a dentry
+    /// nor a listing's answer ([`Error::NotFound`]).
     ///
     /// ```
     /// use udcache::{Config, Dcache, FileType, InodeSpec, Lookup, ROOT_INO, epoch};
@@ -250,7 +253,7 @@ impl Dcache {
             // `crate::reval`). Filled just now: look again.
             let _names = self.lock_names((parent, name), None);
             if self.dentry(parent, name).is_none() {
-                return Err(Error::NotFound);
+                return self.invalidate_listed(parent, name);
             }
         };
         let _section = dir.is_some().then(|| self.write_section());
@@ -261,11 +264,21 @@ impl Dcache {
                 Some(found) if found.is_negative() => {
                     found.remove();
                 }
-                _ => return Err(Error::NotFound),
+                _ => return self.invalidate_listed(parent, name),
             }
         }
         if let Some(top) = dropped.filter(|i| i.kind() == FileType::Directory) {
             self.drop_below(&top);
+        }
+        listing::changed(self, parent, None);
+        Ok(())
+    }
+
+    /// [`Dcache::invalidate`] of a name no dentry holds: only `parent`'s listing may answer
+    /// for it.
+    fn invalidate_listed(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
+        if !self.listing_knows(parent, name) {
+            return Err(Error::NotFound);
         }
         listing::changed(self, parent, None);
         Ok(())

@@ -345,3 +345,50 @@ fn a_created_name_is_listed_after_a_partial_listing() {
     assert_eq!(seen.len(), 11, "{seen:?}");
     assert!(seen.iter().any(|n| &n[..] == b"new"), "{seen:?}");
 }
+
+/// The root listed completely from a `Listed` filesystem holding `e0..e{n-1}`.
+fn listed_completely(n: usize) -> (Arc<Listed>, Arc<dyn Filesystem>, Dcache) {
+    let fs = Arc::new(Listed {
+        entries: Mutex::new((0..n).map(|i| format!("e{i}")).collect()),
+        verifier: AtomicUsize::new(1),
+        readdirs: AtomicUsize::new(0),
+        lookups: AtomicUsize::new(0),
+    });
+    let dynfs: Arc<dyn Filesystem> = fs.clone();
+    let cache = Dcache::new(Config::for_entries(1024).with_readdir(64, 16));
+    assert_eq!(list_all(&cache, &dynfs, 16).len(), n);
+    (fs, dynfs, cache)
+}
+
+#[test]
+fn invalidate_takes_back_what_a_listing_answers_where_no_dentry_is() {
+    let (fs, dynfs, cache) = listed_completely(3);
+    // Absent from the complete listing: negative with no dentry and no call.
+    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"c"), Ok(Resolved::Negative));
+    // Created behind the cache and announced: the next lookup asks the filesystem.
+    fs.entries.lock().unwrap().push("c".into());
+    cache.invalidate(ROOT_INO, b"c").unwrap();
+    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"c"), Ok(Resolved::Found(s)) if s.ino == 103));
+    // Listed, never looked up, removed behind the cache: the next listing drops it.
+    assert_eq!(list_all(&cache, &dynfs, 16).len(), 4);
+    fs.entries.lock().unwrap()[0] = "renamed".into();
+    cache.invalidate(ROOT_INO, b"e0").unwrap();
+    assert!(!list_all(&cache, &dynfs, 16).iter().any(|n| &**n == b"e0"));
+    // Nothing answers for the name once the listing is incomplete: refused.
+    cache.dir_changed(ROOT_INO, None).unwrap();
+    assert_eq!(cache.invalidate(ROOT_INO, b"zzz"), Err(Error::NotFound));
+}
+
+#[test]
+fn a_change_to_a_shrunk_name_is_announced_by_invalidating_it() {
+    let (fs, dynfs, cache) = listed_completely(3);
+    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"e1"), Ok(Resolved::Found(_))));
+    assert_eq!(cache.shrink(100), 1, "the dentry of e1 goes; the listing stays");
+    // The filesystem removes e1: the cache has no dentry to unlink, and says so.
+    fs.entries.lock().unwrap().remove(1);
+    assert_eq!(cache.unlink(ROOT_INO, b"e1"), Err(Error::NotFound));
+    // Invalidating it, as `unlink`'s docs ask, takes it out of the cached listing.
+    cache.invalidate(ROOT_INO, b"e1").unwrap();
+    let names = list_all(&cache, &dynfs, 16);
+    assert!(!names.iter().any(|n| &**n == b"e1"), "{names:?}");
+}
