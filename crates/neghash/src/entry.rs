@@ -195,6 +195,8 @@ impl<V> Entry<V> {
 
     /// Whether the entry is still on its hash chain (not evicted or removed).
     pub fn is_hashed(&self) -> bool {
+        // Acquire: pairs with the Release of `mark_unhashed` (`table.rs`): a caller that sees
+        // the entry gone also sees what its remover did before it.
         self.state.load(Ordering::Acquire) & UNHASHED == 0
     }
 

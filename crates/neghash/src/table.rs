@@ -98,8 +98,9 @@ impl Config {
     }
 
     /// Rule 1, the run rule of Linux's 2020 "increase poison resistance" series: when a
-    /// negative entry becomes unused, at most three unreferenced, settled negatives in a row
-    /// follow in its chain (the third is evicted). On by default.
+    /// negative entry becomes unused, it and the two unreferenced, settled negatives that
+    /// follow it in its chain are kept, and the third that follows is evicted: at most three
+    /// in a row. On by default.
     pub fn with_rule1(mut self, on: bool) -> Self {
         self.rule1 = on;
         self

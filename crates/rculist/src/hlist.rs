@@ -86,6 +86,8 @@ impl HLink {
     /// The following link, loaded with Acquire, its [`UNLINKED`] bit masked off.
     #[inline(always)]
     pub(crate) fn next_pointer(&self) -> *const HLink {
+        // Acquire: pairs with the writers' Release stores of `next` (`HListWriter::store`,
+        // `mark_unlinked`), so the node it leads to is seen initialised.
         pointer_of(self.next.load(Ordering::Acquire))
     }
 

@@ -165,8 +165,9 @@ impl<A: Adapter<Link = Link>> RawList<A> {
         let link = unsafe { A::link_ptr(value) };
         // SAFETY: the link lives inside the live node.
         let owner = &unsafe { &*link }.owner;
-        // Acquire pairs with the Release clear in `unlink`/`Drop` of the node's previous list:
-        // that list's last stores to this link happen before ours.
+        // Acquire pairs with the Release clear in `disown` (which `take`, `replace` and `Drop`
+        // of the node's previous list call): that list's last stores to this link happen
+        // before ours.
         match owner.compare_exchange(0, self.id, Ordering::Acquire, Ordering::Relaxed) {
             Ok(_) => Ok(link),
             // SAFETY: `value` came from `NodePtr::into_raw` above and we still own the reference

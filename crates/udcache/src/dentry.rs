@@ -127,8 +127,6 @@ impl Slot {
         unsafe { p.as_ref() }.map(|inode| (inode, kind))
     }
 
-    /// A counted reference to the inode, if positive. The name lock keeps the slot (and so
-    /// its count on the inode) unchanged while the new count is taken.
     /// A counted reference to the inode, if any and still alive, for a caller without the
     /// writers' lock (see [`InodeRef::try_clone`]).
     pub(crate) fn load_counted(&self, guard: &Guard) -> Option<InodeRef> {
