@@ -20,7 +20,7 @@
 //!   the bounding rules). Each waiter is counted in
 //!   [`Stats::coalesced_misses`](crate::Stats::coalesced_misses).
 //! - Errors are not cached: the caller and its waiters all get the errno; the next miss calls
-//!   again.
+//!   again. A caller whose filesystem panics still ends its call: its waiters get `EIO`.
 //! - Lock order: the in-flight mutex, then a call's mutex; neither is held while any cache lock
 //!   is taken (filing the answer happens before the map lock).
 
@@ -153,6 +153,36 @@ impl Inflight {
     }
 }
 
+/// Ends a call when its caller is done with it, answered or not: takes it off the list and
+/// wakes its waiters with the answer. A filesystem that panics unwinds through it, so the
+/// waiters get `EIO` (and the next miss calls again) instead of sleeping for ever.
+struct Ending<'a> {
+    inflight: &'a Inflight,
+    call: &'a Call,
+    /// The caller's answer; `None` while the filesystem runs.
+    answer: Option<Settle>,
+}
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        {
+            let mut calls = lock(&self.inflight.calls);
+            let at = calls.iter().position(|c| std::ptr::eq(&**c, self.call));
+            calls.swap_remove(at.expect("a call stays listed until its caller ends it"));
+        }
+        let answer = self.answer.take().unwrap_or(Err(Error::Backend(libc::EIO)));
+        let waiters = {
+            let mut state = lock(&self.call.state);
+            state.answer = Some(answer);
+            state.waiters
+        };
+        // A waiter counts itself before it sleeps, under the same lock: none is missed.
+        if waiters > 0 {
+            self.call.done.notify_all();
+        }
+    }
+}
+
 /// Who handles a miss.
 enum Role {
     Cached(Resolved),
@@ -259,7 +289,7 @@ impl Dcache {
         Role::Caller(call)
     }
 
-    /// Calls the filesystem, files the answer, wakes the waiters.
+    /// Calls the filesystem, files the answer, wakes the waiters (see [`Ending`]).
     fn call(
         &self,
         fs: &dyn Filesystem,
@@ -268,21 +298,9 @@ impl Dcache {
         call: &Call,
         lookup: bool,
     ) -> Settle {
+        let mut ending = Ending { inflight: &self.inflight, call, answer: None };
         let answer = self.settle(fs, parent, name, lookup);
-        {
-            let mut calls = lock(&self.inflight.calls);
-            let at = calls.iter().position(|c| std::ptr::eq(&**c, call));
-            calls.swap_remove(at.expect("a call stays listed until its caller ends it"));
-        }
-        let waiters = {
-            let mut state = lock(&call.state);
-            state.answer = Some(answer.clone());
-            state.waiters
-        };
-        // A waiter counts itself before it sleeps, under the same lock: none is missed.
-        if waiters > 0 {
-            call.done.notify_all();
-        }
+        ending.answer = Some(answer.clone());
         answer
     }
 

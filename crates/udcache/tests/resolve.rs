@@ -113,3 +113,52 @@ fn bad_names_never_reach_the_filesystem() {
     assert!(matches!(cache.resolve(&fs, ROOT_INO, b"a/b"), Err(Error::InvalidName(_))));
     assert_eq!(fs.calls.load(Ordering::SeqCst), 0);
 }
+
+/// Its first lookup waits until `waiters` other threads wait on the call, then panics; later
+/// ones answer "no such file".
+struct PanicsFirst {
+    cache: std::sync::Arc<Dcache>,
+    calls: AtomicU64,
+    waiters: u64,
+}
+
+impl Filesystem for PanicsFirst {
+    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while self.cache.stats().coalesced_misses < self.waiters && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            panic!("the filesystem failed");
+        }
+        Ok(None)
+    }
+}
+
+#[test]
+fn a_filesystem_that_panics_still_ends_its_call() {
+    use std::sync::{Arc, mpsc};
+    let cache = Arc::new(Dcache::new(Config::for_entries(64)));
+    let waiters = THREADS as u64 - 1;
+    let fs = Arc::new(PanicsFirst { cache: cache.clone(), calls: AtomicU64::new(0), waiters });
+    let (done, answers) = mpsc::channel();
+    for _ in 0..THREADS {
+        let (cache, fs, done) = (cache.clone(), fs.clone(), done.clone());
+        // Detached threads and a deadline: waiters left asleep fail the test instead of
+        // hanging it.
+        std::thread::spawn(move || {
+            let resolve = || cache.resolve(&*fs, ROOT_INO, b"x");
+            let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(resolve));
+            done.send(answer.ok()).unwrap();
+        });
+    }
+    let answers: Vec<_> = (0..THREADS)
+        .map(|_| answers.recv_timeout(Duration::from_secs(30)).expect("a waiter never woke"))
+        .collect();
+    assert_eq!(answers.iter().filter(|a| a.is_none()).count(), 1, "the caller panicked");
+    assert!(answers.iter().flatten().all(|a| *a == Err(Error::Backend(libc::EIO))), "{answers:?}");
+    assert_eq!(fs.calls.load(Ordering::SeqCst), 1);
+    // The call is over: the next miss asks again.
+    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"x"), Ok(Resolved::Negative));
+    assert_eq!(fs.calls.load(Ordering::SeqCst), 2);
+}
