@@ -98,6 +98,8 @@ fn stress(style: CookieStyle) {
     assert!(passes.iter().all(|&p| p > 0));
     assert!(writes > 0);
     assert_eq!(s.backend_calls, dir.backend().calls());
+    // The budget's count is the pages the directory really holds, and within the budget.
+    assert_eq!(s.pages, dir.cached_pages());
     assert!(s.pages <= 40);
     assert!(s.evictions > 0, "the budget is smaller than the directory: {s:?}");
     eprintln!("{style:?}: passes {passes:?}, writes {writes}, {s:?}");

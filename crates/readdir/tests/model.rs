@@ -188,6 +188,8 @@ fn run(
     w.finish()?;
     let s = cache.stats();
     prop_assert_eq!(s.backend_calls, w.dir.backend().calls() + w.other.backend().calls());
+    // The budget's count is the pages the directories really hold, and within the budget.
+    prop_assert_eq!(s.pages, w.dir.cached_pages() + w.other.cached_pages());
     prop_assert!(s.pages <= budget);
     // After a full pass with no change pending, the directory is complete if its pages fit.
     if w.pending.is_empty() && w.dir.backend().len() < page {
