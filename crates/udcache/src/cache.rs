@@ -460,6 +460,12 @@ impl Dcache {
     /// Errors, changing nothing: a bad name; `parent` not a cached directory; the name
     /// positive already ([`Error::Exists`]); `spec.ino` cached with another type; a second
     /// name for a directory, or any name for the root.
+    ///
+    /// Not checked, as for [`rename`](Self::rename): that a directory is not named inside its
+    /// own subtree (a directory whose name was unlinked can be added below itself). Walks,
+    /// invalidation and `forget` still end on such a loop (a
+    /// [`walk_tree`](Self::walk_tree) enters each directory once), but it is the
+    /// filesystem's error.
     pub fn add(&self, parent: u64, name: &[u8], spec: InodeSpec) -> Result<(), Error> {
         validate_name(name)?;
         self.file_positive(parent, name, spec, None, true)
