@@ -301,7 +301,8 @@ impl AccessCache {
 impl Dcache {
     /// The lockless access check: whether `cred` has every right of `mask` on `ino`, if the
     /// inode's most recent access result answers it (`None`: take [`Dcache::access`]). No lock,
-    /// no shared write but a statistics stripe.
+    /// no shared write but a statistics stripe. [`Mask::NONE`] is `Some(true)` for a cached
+    /// inode, as in [`access`](Self::access).
     ///
     /// ```
     /// use udcache::{Config, Cred, Dcache, Filesystem, InodeSpec, Mask, ROOT_INO, epoch};
@@ -322,7 +323,11 @@ impl Dcache {
     /// assert_eq!(cache.may_access(&guard, ROOT_INO, &me, Mask::EXEC), Some(true));
     /// ```
     pub fn may_access(&self, guard: &Guard, ino: u64, cred: &Cred, mask: Mask) -> Option<bool> {
-        let answer = self.inode(guard, ino)?.access.check(cred, mask, || self.ticks.now());
+        let inode = self.inode(guard, ino)?;
+        if mask == Mask::NONE {
+            return Some(true);
+        }
+        let answer = inode.access.check(cred, mask, || self.ticks.now());
         if answer.is_some() {
             self.events.bump(Event::AccessHit);
         }
@@ -332,6 +337,9 @@ impl Dcache {
     /// Whether `cred` has every right of `mask` on `ino`: the most recent result, then the
     /// inode's other results (under its lock), then `fs.access` (no lock held, no guard
     /// pinned), whose answer is cached for [`Timeouts::access`](crate::Timeouts::access).
+    ///
+    /// [`Mask::NONE`] asks only that `ino` is cached (as `access(2)`'s `F_OK` asks that the
+    /// file exists): `true`, with no filesystem call.
     ///
     /// Errors: [`Error::UnknownInode`]; the filesystem's errno ([`Error::Backend`], not cached).
     pub fn access(
@@ -354,9 +362,14 @@ impl Dcache {
     /// The cached answer (the most recent result, then the inode's others, under its lock),
     /// without asking anyone: `None` if no trusted result for `cred` is cached.
     ///
+    /// [`Mask::NONE`] is `Some(true)` for a cached inode, as in [`access`](Self::access).
+    ///
     /// Errors: [`Error::UnknownInode`].
     pub fn cached_access(&self, ino: u64, cred: &Cred, mask: Mask) -> Result<Option<bool>, Error> {
         let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
+        if mask == Mask::NONE {
+            return Ok(Some(true));
+        }
         let cache = &inode.access;
         let answer = cache
             .check(cred, mask, || self.ticks.now())

@@ -21,7 +21,9 @@ pub enum Error {
         /// The inode number.
         ino: u64,
     },
-    /// A directory may have only one name (no hard links to directories).
+    /// A directory may have only one name (no hard links to directories): `add` of a second
+    /// name for it, or any name for the root. (`resolve` moves a directory's name instead: see
+    /// [`Dcache::resolve`](crate::Dcache::resolve).)
     DirectoryAlias(u64),
     /// `forget` of more lookups than the inode has, or of the root.
     BadForget {

@@ -34,6 +34,7 @@ use crate::cache::{Dcache, Lookup};
 use crate::error::Error;
 use crate::inode::InodeSpec;
 use crate::name::validate_name;
+use crate::rename::RenameMode;
 use crate::reval::{Cached, Revalidate, Settled};
 use crate::stats::Event;
 use crate::sync::{Condvar, Mutex, lock};
@@ -196,8 +197,13 @@ impl Dcache {
     /// [`Resolved::Found`] counts one lookup of its inode (the caller replies to the kernel
     /// with it; balance it with [`forget`](Self::forget)).
     ///
+    /// A directory the filesystem names here while the cache holds it under another name was
+    /// renamed behind the cache: its cached name is moved here, with what is cached below it
+    /// (one rename section, as [`rename`](Self::rename) makes).
+    ///
     /// Errors: a bad name; the filesystem's errno ([`Error::Backend`]), or an error filing its
-    /// answer (e.g. a parent that is not a cached directory).
+    /// answer (e.g. a parent that is not a cached directory; [`Error::DirectoryAlias`] for the
+    /// root, or for a directory whose name kept changing while its answer was filed).
     ///
     /// ```
     /// use udcache::{Config, Dcache, FileType, Filesystem, InodeSpec, Resolved, ROOT_INO};
@@ -319,12 +325,34 @@ impl Dcache {
             Ok(None) => self
                 .file_negative(parent, name, Some(generation))
                 .map(|()| Some(Resolved::Negative)),
-            // Filed, or filed by a racing `add` meanwhile.
-            Ok(Some(spec)) => match self.file_positive(parent, name, spec, Some(generation), false)
-            {
-                Ok(()) | Err(Error::Exists) => Ok(Some(Resolved::Found(spec))),
-                Err(e) => Err(e),
-            },
+            Ok(Some(spec)) => self.file_found(parent, name, spec, generation),
         }
+    }
+
+    /// Files the filesystem's answer `spec` for `(parent, name)`, asked under `generation`.
+    /// A directory the cache holds under another name was moved there behind the cache (a
+    /// rename on the server): its cached name moves too, as a [`rename`](Dcache::rename)
+    /// would move it, keeping what is cached below it.
+    fn file_found(&self, parent: u64, name: &[u8], spec: InodeSpec, generation: u32) -> Settle {
+        // A few tries: the old name may go (or come) while this runs; each retry means that
+        // another writer changed it meanwhile.
+        for _ in 0..3 {
+            match self.file_positive(parent, name, spec, Some(generation), false) {
+                // Filed, or filed by a racing `add` meanwhile.
+                Ok(()) | Err(Error::Exists) => return Ok(Some(Resolved::Found(spec))),
+                Err(Error::DirectoryAlias(ino)) if ino != crate::ROOT_INO => {
+                    let old = self.inode_arc(ino).and_then(|i| i.aliases().pop());
+                    let Some((old_parent, old_name)) = old else { continue };
+                    match self.rename(old_parent, &old_name, parent, name, RenameMode::Replace) {
+                        Ok(()) => return Ok(Some(Resolved::Found(spec))),
+                        // Unlinked or moved again meanwhile: file the answer afresh.
+                        Err(Error::NotFound) => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::DirectoryAlias(spec.ino))
     }
 }

@@ -162,3 +162,31 @@ fn a_filesystem_that_panics_still_ends_its_call() {
     assert_eq!(cache.resolve(&*fs, ROOT_INO, b"x"), Ok(Resolved::Negative));
     assert_eq!(fs.calls.load(Ordering::SeqCst), 2);
 }
+
+/// Directory 2, first named `old` in the root, now answered as `new`: renamed on the server.
+struct MovedDir;
+
+impl Filesystem for MovedDir {
+    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        let dir = InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 0 };
+        Ok((name == b"new").then_some(dir))
+    }
+}
+
+#[test]
+fn a_directory_moved_behind_the_cache_moves_with_what_is_cached_below_it() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let dir = InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 0 };
+    cache.add(ROOT_INO, b"old", dir).unwrap();
+    cache.add(2, b"child", InodeSpec { ino: 3, kind: FileType::Regular, fs_data: 0 }).unwrap();
+    assert_eq!(cache.resolve(&MovedDir, ROOT_INO, b"new"), Ok(Resolved::Found(dir)));
+    let guard = epoch::pin();
+    let found = |path| match cache.walk(&guard, ROOT_INO, path) {
+        Ok(udcache::Walk::Found(i)) => Some(i.ino()),
+        _ => None,
+    };
+    assert_eq!(found("new/child"), Some(3), "the subtree came along");
+    assert_eq!(found("old"), None, "the old name is gone");
+    assert_eq!(cache.inode(&guard, 2).unwrap().aliases(), [(ROOT_INO, b"new".to_vec())]);
+    assert_eq!(cache.stats().rename_sections, 1);
+}

@@ -392,6 +392,21 @@ fn a_revoked_access_result_is_never_used_after_the_change() {
 }
 
 #[test]
+fn an_empty_mask_asks_only_that_the_inode_is_cached() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = timed(&clock);
+    let fs = Fs::new();
+    let me = Cred::new(1000, 1000, &[]);
+    assert_eq!(cache.may_access(&epoch::pin(), ROOT_INO, &me, Mask::NONE), Some(true));
+    assert_eq!(cache.cached_access(ROOT_INO, &me, Mask::NONE), Ok(Some(true)));
+    assert_eq!(cache.access(&fs, ROOT_INO, &me, Mask::NONE), Ok(true));
+    assert_eq!(fs.access_calls.load(Ordering::Relaxed), 0, "no call for no right");
+    assert_eq!(cache.cached_access(99, &me, Mask::NONE), Err(udcache::Error::UnknownInode(99)));
+    assert_eq!(cache.access(&fs, 99, &me, Mask::NONE), Err(udcache::Error::UnknownInode(99)));
+    assert_eq!(cache.may_access(&epoch::pin(), 99, &me, Mask::NONE), None);
+}
+
+#[test]
 fn access_results_expire() {
     let clock = Arc::new(ManualClock::new());
     let cache = timed(&clock);
