@@ -172,11 +172,50 @@ static void test_handles(void) {
     udc_cache_destroy(c);
     udc_cache_destroy(NULL); /* ignored */
 
-    /* A NULL handle is -EINVAL, a garbage one -EBADF, everywhere. */
-    static uint64_t garbage[512]; /* zeroed: no magic word */
-    udc_cache *handles[2] = {NULL, (udc_cache *)garbage};
-    int errs[2] = {-EINVAL, -EBADF};
-    for (int i = 0; i < 2; i++) {
+    /* Stale handles: destroy a, make b (which may take a's slot): a is refused, and a second
+     * destroy of a leaves b alone. */
+    udc_cache *a = new_cache(UDC_UNLINK_NEGATIVE);
+    CHECK_EQ(udc_add_negative(a, UDC_ROOT_INO, S("in-a")), 0);
+    udc_cache_destroy(a);
+    udc_cache *b = new_cache(UDC_UNLINK_NEGATIVE);
+    CHECK(a != b); /* handles are never reused */
+    CHECK_EQ(udc_add_negative(a, UDC_ROOT_INO, S("via-a")), -EBADF);
+    CHECK_EQ(udc_lookup(a, UDC_ROOT_INO, S("in-a"), &(udc_entry){0}), -EBADF);
+    CHECK_EQ(udc_lookup(b, UDC_ROOT_INO, S("in-a"), &(udc_entry){0}), UDC_MISS);
+    CHECK_EQ(udc_lookup(b, UDC_ROOT_INO, S("via-a"), &(udc_entry){0}), UDC_MISS);
+    udc_cache_destroy(a); /* ignored: b is not freed */
+    udc_cache_destroy(a);
+    CHECK_EQ(udc_add_negative(b, UDC_ROOT_INO, S("in-b")), 0);
+    CHECK_EQ(udc_lookup(b, UDC_ROOT_INO, S("in-b"), &(udc_entry){0}), UDC_NEGATIVE);
+    counts b_counts = count_of(b);
+
+    /* At most 1024 live caches (b is one): then -EMFILE, *out untouched. */
+    static udc_cache *many[1024];
+    udc_config small;
+    udc_config_init(&small);
+    small.expected_entries = 16;
+    size_t made = 0;
+    int r = 0;
+    while (made < 1024 && (r = udc_cache_new(&small, &many[made])) == 0)
+        made++;
+    CHECK_EQ(r, -EMFILE);
+    CHECK_EQ(made, 1023);
+    udc_cache *untouched = (udc_cache *)0x1;
+    CHECK_EQ(udc_cache_new(&small, &untouched), -EMFILE);
+    CHECK(untouched == (udc_cache *)0x1);
+    for (size_t i = 0; i < made; i++)
+        udc_cache_destroy(many[i]);
+    CHECK_EQ(udc_cache_new(&small, &untouched), 0); /* a slot is free again */
+    udc_cache_destroy(untouched);
+
+    /* A NULL handle is -EINVAL, anything else that is not a live handle -EBADF, everywhere:
+     * an address (of zeroed memory, which must stay so), made-up odd values, a destroyed
+     * handle. */
+    static uint64_t garbage[512];
+    udc_cache *handles[5] = {NULL, (udc_cache *)garbage, (udc_cache *)0x1,
+                             (udc_cache *)(uintptr_t)-1, a};
+    int errs[5] = {-EINVAL, -EBADF, -EBADF, -EBADF, -EBADF};
+    for (int i = 0; i < 5; i++) {
         udc_cache *h = handles[i];
         int err = errs[i];
         udc_entry e = ent(5, UDC_TYPE_REG, 0);
@@ -213,10 +252,14 @@ static void test_handles(void) {
         CHECK_EQ(udc_access_stamp(h, 1, &stamp), err);
         CHECK_EQ(udc_store_access(h, 1, &cred, UDC_MAY_READ, stamp), err);
         CHECK_EQ(udc_acl_changed(h, 1), err);
-        udc_cache_destroy(h); /* ignored: NULL, or no magic word */
+        udc_cache_destroy(h); /* ignored: NULL, or not a live handle */
     }
     for (size_t i = 0; i < sizeof garbage / sizeof garbage[0]; i++)
         CHECK(garbage[i] == 0 || !"destroy wrote to a garbage handle");
+    /* b saw none of it. */
+    CHECK(same(b_counts, count_of(b)));
+    CHECK_EQ(udc_lookup(b, UDC_ROOT_INO, S("in-b"), &(udc_entry){0}), UDC_NEGATIVE);
+    udc_cache_destroy(b);
 }
 
 /* ---- names: add, add_negative, lookup, unlink, rename ------------------------------------- */
@@ -419,6 +462,10 @@ static void test_walk(void) {
     char path[300] = "a/";
     memset(path + 2, 'y', 256);
     CHECK_EQ(udc_walk(c, UDC_ROOT_INO, path, 258, &w), -ENAMETOOLONG);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a"), &w), UDC_WALK_FOUND); /* a valid walk, then... */
+    w = untouched;
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, "a", SIZE_MAX, &w), -EINVAL); /* ...over PTRDIFF_MAX */
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, "a", (size_t)PTRDIFF_MAX + 1, &w), -EINVAL);
     CHECK_EQ(w.kind, 77);
     CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a"), NULL), -EINVAL);
     udc_walk_result small = {.size = sizeof small - 1, .kind = 77};
@@ -492,6 +539,14 @@ static int fs_lookup(void *ctx, uint64_t parent, const char *name, size_t len, u
         *out = ent(200, 99, 0); /* an unknown type: a broken contract */
         return 1;
     }
+    if (len >= 2 && memcmp(name, "mv", 2) == 0) {
+        *out = ent(50, UDC_TYPE_DIR, 0); /* a directory renamed behind the cache */
+        return 1;
+    }
+    if (len >= 4 && memcmp(name, "root", 4) == 0) {
+        *out = ent(UDC_ROOT_INO, UDC_TYPE_DIR, 0); /* the root, which has no name */
+        return 1;
+    }
     if (name[0] == 'e')
         return fs->reply;
     return 0;
@@ -548,6 +603,28 @@ static void test_resolve(void) {
     CHECK(same(before, count_of(c)));
     CHECK_EQ(look(c, UDC_ROOT_INO, "e1", NULL), UDC_MISS);
     CHECK_EQ(look(c, UDC_ROOT_INO, "bad", NULL), UDC_MISS);
+
+    /* The root answered for a name: -EMLINK (the root has no name), nothing filed. */
+    before = count_of(c);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("rootalias"), &out), -EMLINK);
+    CHECK(same(before, count_of(c)));
+    CHECK_EQ(look(c, UDC_ROOT_INO, "rootalias", NULL), UDC_MISS);
+
+    /* A directory the callback names that is cached under another name (renamed on the
+     * server): its name moves, with what is cached below it; the old name is left negative
+     * (this cache's unlink policy). */
+    udc_entry old = ent(50, UDC_TYPE_DIR, 0), child = ent(51, UDC_TYPE_REG, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("olddir"), &old), 0);
+    CHECK_EQ(udc_add(c, 50, S("child"), &child), 0);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("mvdir"), &out), UDC_POSITIVE);
+    CHECK_EQ(out.ino, 50);
+    uint64_t ino = 0;
+    CHECK_EQ(look(c, UDC_ROOT_INO, "mvdir", &ino), UDC_POSITIVE);
+    CHECK_EQ(ino, 50);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "olddir", NULL), UDC_NEGATIVE);
+    CHECK_EQ(look(c, 50, "child", &ino), UDC_POSITIVE);
+    CHECK_EQ(ino, 51);
+    forget_checking_lookups(c, 50, 2); /* the add and the resolve */
 
     udc_stats s = {.size = sizeof s};
     CHECK_EQ(udc_stats_get(c, &s), 0);
@@ -668,6 +745,9 @@ static void test_readdir(void) {
     CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, NULL, 16, &n), -EINVAL);
     CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 16, NULL), -EINVAL);
     CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 0, &n), -EINVAL);
+    /* A max no buffer can hold (over PTRDIFF_MAX bytes): refused before anything is built. */
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, SIZE_MAX, &n), -EINVAL);
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, PTRDIFF_MAX / sizeof d[0] + 1, &n), -EINVAL);
     CHECK_EQ(udc_readdir(c, 999, 0, d, 16, &n), -ESTALE);
     udc_entry f = ent(3, UDC_TYPE_REG, 0);
     CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("file"), &f), 0);
@@ -794,7 +874,9 @@ static void test_invalidate_shrink_stats(void) {
     CHECK_EQ(f6[4], 1);
     CHECK_EQ(f6[5], (long)s.nr_buckets);
     CHECK(strstr(text, "\nnr_inodes 4\n") != NULL);
-    char small[8];
+    char small[8] = "abc";
+    CHECK_EQ(udc_stats_format(c, small, SIZE_MAX), -EINVAL); /* over PTRDIFF_MAX: untouched */
+    CHECK_EQ(strcmp(small, "abc"), 0);
     CHECK_EQ(udc_stats_format(c, small, sizeof small), len); /* truncated, NUL-terminated */
     CHECK_EQ(strlen(small), sizeof small - 1);
     CHECK_EQ(memcmp(small, text, sizeof small - 1), 0);
@@ -1203,8 +1285,20 @@ static void test_access(void) {
     CHECK_EQ(udc_cached_access(c, 3, &alice, UDC_MAY_READ), UDC_MISS);
     fs.access_reply = 0;
 
-    /* Bad input: an error, no callback call, nothing stored. */
+    /* Mask 0 (F_OK) asks only that the inode is cached: no callback, even with nothing cached
+     * for the credential, and the same answer from udc_cached_access. */
     calls = fs.access_calls;
+    const udc_cred carol = {.size = sizeof carol, .uid = 1002, .gid = 1002};
+    CHECK_EQ(udc_cached_access(c, 3, &carol, UDC_MAY_READ), UDC_MISS);
+    CHECK_EQ(udc_access(c, 3, &carol, 0), 0);
+    CHECK_EQ(udc_cached_access(c, 3, &carol, 0), UDC_ACCESS_ALLOWED);
+    CHECK_EQ(udc_access(c, 999, &carol, 0), -ESTALE);
+    CHECK_EQ(udc_cached_access(c, 999, &carol, 0), -ESTALE);
+    CHECK_EQ(udc_access(c, 3, NULL, 0), -EINVAL);
+    CHECK_EQ(fs.access_calls, calls);
+    CHECK_EQ(udc_cached_access(c, 3, &carol, UDC_MAY_READ), UDC_MISS);
+
+    /* Bad input: an error, no callback call, nothing stored. */
     udc_cred bad = alice;
     bad.size = sizeof bad - 1;
     const udc_cred *bad_creds[4] = {NULL, &bad, NULL, NULL};
@@ -1244,6 +1338,7 @@ static void test_access(void) {
     CHECK_EQ(udc_walk_as(c, 999, S("d"), &alice, &w), -ESTALE);
     CHECK_EQ(udc_walk_as(c, UDC_ROOT_INO, "d\0f", 3, NULL, &w), -EINVAL);
     CHECK_EQ(udc_walk_as(c, UDC_ROOT_INO, long_name, 256, NULL, &w), -ENAMETOOLONG);
+    CHECK_EQ(udc_walk_as(c, UDC_ROOT_INO, "d", SIZE_MAX, &alice, &w), -EINVAL);
     CHECK_EQ(fs.access_calls, calls);
     udc_cache_destroy(c);
 

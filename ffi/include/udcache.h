@@ -10,8 +10,11 @@
  *     a '/' or NUL inside, "." and "..": -EINVAL. len > 255: -ENAMETOOLONG.
  *   - An inode number that is not cached is -ESTALE everywhere (FUSE servers map it to ESTALE
  *     or ENOENT themselves); a parent that is not a directory is -ENOTDIR.
- *   - A NULL handle is -EINVAL. A handle whose magic word is wrong (garbage, or destroyed) is
- *     -EBADF: a best-effort check, since a freed handle may be reused memory.
+ *   - A udc_cache * is an opaque handle, not an address (never dereference it), and never
+ *     reused: a NULL handle is -EINVAL; anything else that is not a live handle (garbage, or a
+ *     destroyed one, even after later caches were made) is -EBADF and changes nothing, and
+ *     udc_cache_destroy ignores it. At most 1024 caches are live at once (then -EMFILE).
+ *   - A length whose buffer or path would span more than PTRDIFF_MAX bytes is -EINVAL.
  *   - Structs that may grow in later versions start with a `size` field: set it to
  *     sizeof(the struct) before passing it (udc_config_init does it for udc_config).
  *   - No Rust panic unwinds into C: a panic (a bug in the library) returns -EIO, and later
@@ -24,9 +27,14 @@
  *     except udc_cache_destroy, which must be the last call on a handle (no other thread may be
  *     inside a udc_ function on it, and no callback may call it). udc_set_ops is meant to be
  *     called once, before the handle is shared.
- *   - udc_lookup and udc_walk take no lock (a walk that overlaps a rename walks again under
- *     the rename lock); udc_getattr takes none either. Writers (add, unlink, rename, forget...)
- *     lock only the names and inodes they change.
+ *   - udc_lookup, udc_walk and udc_getattr take no lock. Most writers (udc_add,
+ *     udc_add_negative, udc_setattr, udc_unlink and udc_invalidate of a non-directory, a
+ *     udc_forget that leaves a lookup count above 0) lock only the names and inodes they change.
+ *     But each cache has one rename lock, which serializes udc_rename, udc_unlink and
+ *     udc_invalidate of a directory, and every udc_forget that takes a count to 0. While one of
+ *     these (except the last forget of a non-directory) holds it, a rename section is open:
+ *     any udc_walk or udc_walk_as that overlaps a section walks again holding the rename lock
+ *     (the locked fallback, udc_stats.walk_fallbacks), so it waits for those writers.
  *
  * CALLBACKS (struct udc_ops)
  *   - Each runs on the thread that called the udc_ function that needed it:
@@ -223,6 +231,7 @@ typedef enum udc_unlink_policy {
 
 /**
  * A directory-entry cache (opaque). Made by `udc_cache_new`, freed by `udc_cache_destroy`.
+ * A `udc_cache *` is a handle, not an address: never dereference it.
  */
 typedef struct udc_cache udc_cache;
 
@@ -739,9 +748,13 @@ void udc_config_init(struct udc_config *cfg);
  * Makes a cache holding only the root directory (`UDC_ROOT_INO`) and stores its handle in
  * `*out`. `cfg` may be NULL (the defaults).
  *
+ * The handle is an opaque token, never NULL and never reused: after `udc_cache_destroy`, the
+ * old handle is refused with `-EBADF` by every function, even once later caches were made.
+ * At most 1024 caches are live at once.
+ *
  * Returns 0, or `-EINVAL` (`out` NULL; `cfg->size` smaller than this library's
- * `sizeof(struct udc_config)`; an unknown `unlink_policy`; a size over 2^28), with `*out`
- * unchanged.
+ * `sizeof(struct udc_config)`; an unknown `unlink_policy`; a size over 2^28), `-EMFILE`
+ * (1024 caches are live already), with `*out` unchanged.
  *
  * # Safety
  *
@@ -751,13 +764,15 @@ void udc_config_init(struct udc_config *cfg);
 int udc_cache_new(const struct udc_config *cfg, struct udc_cache **out);
 
 /**
- * Frees a cache and everything in it. NULL is ignored, and so is a handle whose magic word
- * is wrong (e.g. destroyed already). No other thread may use the handle during or after the
- * call, and no callback may call it.
+ * Frees a cache and everything in it. NULL is ignored, and so is anything that is not a live
+ * handle (destroyed already, or garbage): a second destroy of a handle frees nothing, even
+ * after another cache was made. No other thread may be inside a `udc_` call on the handle
+ * during this call, and no callback may call it; after it, every use of the handle is refused
+ * with `-EBADF`.
  *
  * # Safety
  *
- * `cache` must be NULL or a live handle from `udc_cache_new` that no other thread uses.
+ * `cache` must be NULL or a handle that no other thread uses during the call.
  */
 void udc_cache_destroy(struct udc_cache *cache);
 
@@ -791,7 +806,14 @@ int udc_lookup(struct udc_cache *cache,
  *
  * Returns `UDC_POSITIVE` (and fills `*out`), `UDC_NEGATIVE`, or `-errno`: the callback's own
  * error (not cached), `-ENOSYS` on a miss without a lookup callback, `-EIO` for a callback
- * that broke its contract, and the errors of `udc_lookup`. Never `UDC_MISS`.
+ * that broke its contract, `-EMLINK` (see below), and the errors of `udc_lookup`. Never
+ * `UDC_MISS`.
+ *
+ * A directory that the lookup callback names here while the cache holds it under another
+ * name was renamed behind the cache (on the server): the cache moves its name here, with
+ * what is cached below it, as `udc_rename` would. `-EMLINK`: the callback answered with the
+ * root directory, or the directory's name kept changing (other threads renaming it) while
+ * the cache moved it; nothing was filed: call again.
  *
  * # Safety
  *
@@ -811,8 +833,9 @@ int udc_resolve(struct udc_cache *cache,
  * followed. Counts no lookup.
  *
  * Returns `out->kind` (>= 0; see `UDC_WALK_*`), or `-EINVAL` (NULL `cache`, `out` or `path`
- * with `len > 0`; a component with a NUL, or `out->size` too small), `-ENAMETOOLONG` (a
- * component over 255 bytes), `-ESTALE` (`root` not cached), `-EBADF`.
+ * with `len > 0`; `len` over `PTRDIFF_MAX`; a component with a NUL, or `out->size` too
+ * small), `-ENAMETOOLONG` (a component over 255 bytes), `-ESTALE` (`root` not cached),
+ * `-EBADF`.
  *
  * # Safety
  *
@@ -974,9 +997,10 @@ int udc_shrink(struct udc_cache *cache, size_t n);
  * the listing changed themselves; report other changes with `udc_dir_changed`.
  *
  * Returns 1 at the end of the directory, 0 if more may follow, or `-EINVAL` (NULL pointer;
- * `max` 0; a cookie never issued that the callback cannot resume at), `-ESTALE` (`dir` not
- * cached), `-ENOTDIR`, `-ENOSYS` (no readdir callback), `-ELOOP` (the callback repeated a
- * cookie), `-EIO` (the callback broke its contract), the callback's own `-errno`, `-EBADF`.
+ * `max` 0, or `max * sizeof(struct udc_dirent)` over `PTRDIFF_MAX`; a cookie never issued
+ * that the callback cannot resume at), `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-ENOSYS`
+ * (no readdir callback), `-ELOOP` (the callback repeated a cookie), `-EIO` (the callback
+ * broke its contract), the callback's own `-errno`, `-EBADF`.
  * On error `*count` is unchanged.
  *
  * # Safety
@@ -1076,8 +1100,9 @@ int udc_set_entry_timeout(struct udc_cache *cache,
  * Returns `out->kind` (>= 0): the `UDC_WALK_*` of `udc_walk` (a `MISS` only for a name never
  * cached or dropped meanwhile: resolve it with `udc_resolve`), or `UDC_WALK_DENIED`. Errors:
  * those of `udc_walk`; `-EINVAL` also for a bad `cred`; a callback's `-errno`; `-EIO` for a
- * callback that broke its contract; `-EAGAIN` when the walk still needed blocking work after
- * its last round (names or directories changing under it faster than it can walk).
+ * callback that broke its contract; `-EMLINK` as for `udc_resolve` (a directory renamed
+ * behind the cache is moved, as there); `-EAGAIN` when the walk still needed blocking work after its last round
+ * (names or directories changing under it faster than it can walk).
  *
  * # Safety
  *
@@ -1091,9 +1116,10 @@ int udc_walk_as(struct udc_cache *cache,
                 struct udc_walk_result *out);
 
 /**
- * Whether `cred` has every right of `mask` (`UDC_MAY_*` bits; 0 asks only that `ino` is
- * cached) on `ino`: the cached result, else the access callback's answer, which is cached.
- * The callback runs on this thread with no lock held.
+ * Whether `cred` has every right of `mask` (`UDC_MAY_*` bits) on `ino`: the cached result,
+ * else the access callback's answer, which is cached. The callback runs on this thread with
+ * no lock held. A `mask` of 0 (`F_OK`) asks only that `ino` is cached: 0 if it is, `-ESTALE`
+ * if not, without a callback call (`cred` is still checked).
  *
  * Returns 0 (allowed), `-EACCES` (refused), or `-EINVAL` (NULL or bad `cred`; bits outside
  * `UDC_MAY_*`), `-ESTALE` (`ino` not cached), the callback's `-errno`, `-EIO` (a callback
@@ -1106,10 +1132,12 @@ int udc_walk_as(struct udc_cache *cache,
 int udc_access(struct udc_cache *cache, uint64_t ino, const struct udc_cred *cred, uint32_t mask);
 
 /**
- * The cached answer to `udc_access`, without asking the callback.
+ * The cached answer to `udc_access`, without asking the callback. A `mask` of 0 asks only
+ * that `ino` is cached, as for `udc_access`: `UDC_ACCESS_ALLOWED` if it is (whether or not an
+ * access result is cached), `-ESTALE` if not.
  *
  * Returns `UDC_ACCESS_ALLOWED`, `UDC_ACCESS_DENIED`, `UDC_MISS` (no trusted result for this
- * credential), or the argument errors of `udc_access`.
+ * credential), or the argument errors of `udc_access` (`-ESTALE` for `ino` not cached).
  *
  * # Safety
  *
@@ -1188,7 +1216,7 @@ int udc_stats_get(const struct udc_cache *cache, struct udc_stats *out);
  *
  * Returns the length of the whole text without the NUL (as `snprintf`: a value >= `len`
  * means it was truncated; `buf` may be NULL when `len` is 0), or `-EINVAL` (`buf` NULL with
- * `len > 0`), `-EBADF`.
+ * `len > 0`; `len` over `PTRDIFF_MAX`), `-EBADF`.
  *
  * # Safety
  *

@@ -22,7 +22,12 @@ pub(crate) fn fail(e: Error) -> c_int {
 }
 
 /// The positive errno of an error of a call that asked the filesystem: the callback answering
-/// a type other than the cached inode's broke its contract (`EIO`); others as [`fail`].
+/// a type other than the cached inode's broke its contract (`EIO`); others as [`fail`]. Among
+/// them `Error::DirectoryAlias` (`EMLINK`): the lookup callback answered with the root, or
+/// with a directory whose cached name kept moving while the cache moved it to the answered
+/// name (a directory renamed behind the cache is moved, see `Dcache::resolve`). That is no
+/// broken contract, so it is passed on as itself, as the docs of `udc_resolve` and
+/// `udc_walk_as` say.
 pub(crate) fn fail_fs(e: Error) -> c_int {
     match e {
         Error::KindMismatch { .. } => libc::EIO,

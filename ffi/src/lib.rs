@@ -10,7 +10,8 @@
 //!
 //! - Everything exported is `udc_`/`UDC_`-prefixed; the cache is an opaque handle.
 //! - Errors are negative errno values; a refused call changes nothing. Arguments are checked
-//!   before anything is read or written ([`args`]), the handle by a magic word ([`handle`]).
+//!   before anything is read or written ([`args`]), the handle (an opaque token naming a slot
+//!   of a global table, never dereferenced) by its slot and generation ([`handle`]).
 //! - Every entry point runs inside [`errors::ffi_call`]: no panic unwinds into C.
 //! - Structs that may grow open with a `size` field the caller sets to `sizeof`.
 //! - Every function is thread-safe on one handle; which thread runs which callback, and what a

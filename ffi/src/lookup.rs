@@ -121,7 +121,14 @@ pub unsafe extern "C" fn udc_lookup(
 ///
 /// Returns `UDC_POSITIVE` (and fills `*out`), `UDC_NEGATIVE`, or `-errno`: the callback's own
 /// error (not cached), `-ENOSYS` on a miss without a lookup callback, `-EIO` for a callback
-/// that broke its contract, and the errors of `udc_lookup`. Never `UDC_MISS`.
+/// that broke its contract, `-EMLINK` (see below), and the errors of `udc_lookup`. Never
+/// `UDC_MISS`.
+///
+/// A directory that the lookup callback names here while the cache holds it under another
+/// name was renamed behind the cache (on the server): the cache moves its name here, with
+/// what is cached below it, as `udc_rename` would. `-EMLINK`: the callback answered with the
+/// root directory, or the directory's name kept changing (other threads renaming it) while
+/// the cache moved it; nothing was filed: call again.
 ///
 /// # Safety
 ///
@@ -155,8 +162,9 @@ pub unsafe extern "C" fn udc_resolve(
 /// followed. Counts no lookup.
 ///
 /// Returns `out->kind` (>= 0; see `UDC_WALK_*`), or `-EINVAL` (NULL `cache`, `out` or `path`
-/// with `len > 0`; a component with a NUL, or `out->size` too small), `-ENAMETOOLONG` (a
-/// component over 255 bytes), `-ESTALE` (`root` not cached), `-EBADF`.
+/// with `len > 0`; `len` over `PTRDIFF_MAX`; a component with a NUL, or `out->size` too
+/// small), `-ENAMETOOLONG` (a component over 255 bytes), `-ESTALE` (`root` not cached),
+/// `-EBADF`.
 ///
 /// # Safety
 ///

@@ -128,9 +128,10 @@ pub(crate) fn call_readdir(
 /// the listing changed themselves; report other changes with `udc_dir_changed`.
 ///
 /// Returns 1 at the end of the directory, 0 if more may follow, or `-EINVAL` (NULL pointer;
-/// `max` 0; a cookie never issued that the callback cannot resume at), `-ESTALE` (`dir` not
-/// cached), `-ENOTDIR`, `-ENOSYS` (no readdir callback), `-ELOOP` (the callback repeated a
-/// cookie), `-EIO` (the callback broke its contract), the callback's own `-errno`, `-EBADF`.
+/// `max` 0, or `max * sizeof(struct udc_dirent)` over `PTRDIFF_MAX`; a cookie never issued
+/// that the callback cannot resume at), `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-ENOSYS`
+/// (no readdir callback), `-ELOOP` (the callback repeated a cookie), `-EIO` (the callback
+/// broke its contract), the callback's own `-errno`, `-EBADF`.
 /// On error `*count` is unchanged.
 ///
 /// # Safety
@@ -256,4 +257,31 @@ pub unsafe extern "C" fn udc_fill_done(fill: *mut udc_fill, eof: c_int, verifier
         fill.done = Some((eof != 0, verifier));
         Ok(0)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::MaybeUninit;
+
+    use super::*;
+    use crate::handle::tests::small_cache;
+    use crate::handle::udc_cache_destroy;
+
+    #[test]
+    fn a_max_over_ptrdiff_max_bytes_is_einval() {
+        let c = small_cache();
+        let mut buf = [const { MaybeUninit::<udc_dirent>::uninit() }; 2];
+        let mut count = 12345;
+        let too_many = isize::MAX as usize / size_of::<udc_dirent>() + 1;
+        for max in [usize::MAX, too_many] {
+            // SAFETY: `c` is a live handle; the length is refused before `buf` is touched.
+            let r = unsafe {
+                udc_readdir(c, dcache::ROOT_INO, 0, buf.as_mut_ptr().cast(), max, &mut count)
+            };
+            assert_eq!(r, -libc::EINVAL);
+        }
+        assert_eq!(count, 12345);
+        // SAFETY: `c` is live and used by this thread only.
+        unsafe { udc_cache_destroy(c) };
+    }
 }

@@ -248,8 +248,9 @@ pub unsafe extern "C" fn udc_set_entry_timeout(
 /// Returns `out->kind` (>= 0): the `UDC_WALK_*` of `udc_walk` (a `MISS` only for a name never
 /// cached or dropped meanwhile: resolve it with `udc_resolve`), or `UDC_WALK_DENIED`. Errors:
 /// those of `udc_walk`; `-EINVAL` also for a bad `cred`; a callback's `-errno`; `-EIO` for a
-/// callback that broke its contract; `-EAGAIN` when the walk still needed blocking work after
-/// its last round (names or directories changing under it faster than it can walk).
+/// callback that broke its contract; `-EMLINK` as for `udc_resolve` (a directory renamed
+/// behind the cache is moved, as there); `-EAGAIN` when the walk still needed blocking work after its last round
+/// (names or directories changing under it faster than it can walk).
 ///
 /// # Safety
 ///
@@ -302,9 +303,10 @@ fn ended(c: Checked<'_>) -> Result<udc_walk_result, Blocked> {
     }
 }
 
-/// Whether `cred` has every right of `mask` (`UDC_MAY_*` bits; 0 asks only that `ino` is
-/// cached) on `ino`: the cached result, else the access callback's answer, which is cached.
-/// The callback runs on this thread with no lock held.
+/// Whether `cred` has every right of `mask` (`UDC_MAY_*` bits) on `ino`: the cached result,
+/// else the access callback's answer, which is cached. The callback runs on this thread with
+/// no lock held. A `mask` of 0 (`F_OK`) asks only that `ino` is cached: 0 if it is, `-ESTALE`
+/// if not, without a callback call (`cred` is still checked).
 ///
 /// Returns 0 (allowed), `-EACCES` (refused), or `-EINVAL` (NULL or bad `cred`; bits outside
 /// `UDC_MAY_*`), `-ESTALE` (`ino` not cached), the callback's `-errno`, `-EIO` (a callback
@@ -324,10 +326,12 @@ pub unsafe extern "C" fn udc_access(
     unsafe { check_access(cache, (ino, cred, mask), true) }
 }
 
-/// The cached answer to `udc_access`, without asking the callback.
+/// The cached answer to `udc_access`, without asking the callback. A `mask` of 0 asks only
+/// that `ino` is cached, as for `udc_access`: `UDC_ACCESS_ALLOWED` if it is (whether or not an
+/// access result is cached), `-ESTALE` if not.
 ///
 /// Returns `UDC_ACCESS_ALLOWED`, `UDC_ACCESS_DENIED`, `UDC_MISS` (no trusted result for this
-/// credential), or the argument errors of `udc_access`.
+/// credential), or the argument errors of `udc_access` (`-ESTALE` for `ino` not cached).
 ///
 /// # Safety
 ///
@@ -460,4 +464,71 @@ pub unsafe extern "C" fn udc_acl_changed(cache: *mut udc_cache, ino: u64) -> c_i
         cache.dcache.acl_changed(ino).map_err(fail)?;
         Ok(0)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ptr;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::callbacks::{udc_ops, udc_set_ops};
+    use crate::handle::tests::small_cache;
+    use crate::handle::udc_cache_destroy;
+
+    /// The access callback: counts its calls in `*ctx` and grants read and search.
+    unsafe extern "C" fn counting_access(
+        ctx: *mut c_void,
+        _ino: u64,
+        _cred: *const udc_cred,
+    ) -> c_int {
+        // SAFETY: `ctx` is the test's `AtomicUsize`, alive while the cache is.
+        let calls = unsafe { &*ctx.cast::<AtomicUsize>() };
+        // Relaxed: a counter read by the same thread.
+        calls.fetch_add(1, Ordering::Relaxed);
+        (UDC_MAY_READ | UDC_MAY_EXEC) as c_int
+    }
+
+    #[test]
+    fn mask_0_asks_only_that_the_inode_is_cached() {
+        let calls = AtomicUsize::new(0);
+        let c = small_cache();
+        let ops = udc_ops {
+            size: size_of::<udc_ops>(),
+            lookup: None,
+            readdir: None,
+            ctx: ptr::from_ref(&calls).cast_mut().cast(),
+            revalidate: None,
+            access: Some(counting_access),
+        };
+        let cred = udc_cred {
+            size: size_of::<udc_cred>(),
+            uid: 7,
+            gid: 7,
+            groups: ptr::null(),
+            ngroups: 0,
+        };
+        let root = dcache::ROOT_INO;
+        // SAFETY: `c` is a live handle used by this thread only; `ops`, `cred` and `calls` are
+        // live locals that outlive the cache.
+        unsafe {
+            assert_eq!(udc_set_ops(c, &ops), 0);
+            // Nothing cached for this credential: no callback, no UDC_MISS.
+            assert_eq!(udc_access(c, root, &cred, 0), 0);
+            assert_eq!(udc_cached_access(c, root, &cred, 0), UDC_ACCESS_ALLOWED);
+            assert_eq!(udc_access(c, 999, &cred, 0), -libc::ESTALE);
+            assert_eq!(udc_cached_access(c, 999, &cred, 0), -libc::ESTALE);
+            assert_eq!(udc_access(c, root, ptr::null(), 0), -libc::EINVAL);
+            // Relaxed: the callback ran on this thread, if at all.
+            assert_eq!(calls.load(Ordering::Relaxed), 0);
+            assert_eq!(udc_cached_access(c, root, &cred, UDC_MAY_READ), UDC_MISS);
+            // A right asked for: the callback, once; then cached, and mask 0 still allowed.
+            assert_eq!(udc_access(c, root, &cred, UDC_MAY_WRITE), -libc::EACCES);
+            assert_eq!(udc_access(c, root, &cred, UDC_MAY_READ), 0);
+            assert_eq!(udc_cached_access(c, root, &cred, 0), UDC_ACCESS_ALLOWED);
+            // Relaxed: as above.
+            assert_eq!(calls.load(Ordering::Relaxed), 1);
+            udc_cache_destroy(c);
+        }
+    }
 }

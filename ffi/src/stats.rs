@@ -160,7 +160,7 @@ pub unsafe extern "C" fn udc_stats_get(cache: *const udc_cache, out: *mut udc_st
 ///
 /// Returns the length of the whole text without the NUL (as `snprintf`: a value >= `len`
 /// means it was truncated; `buf` may be NULL when `len` is 0), or `-EINVAL` (`buf` NULL with
-/// `len > 0`), `-EBADF`.
+/// `len > 0`; `len` over `PTRDIFF_MAX`), `-EBADF`.
 ///
 /// # Safety
 ///
