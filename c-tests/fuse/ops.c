@@ -331,8 +331,9 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 	int known = udc_lookup(fs->cache, parent, name, len, &victim) == UDC_POSITIVE;
 	int r = neg_errno(unlinkat(node_of(fs, parent)->fd, name, flags));
 	if (r == 0) {
-		int u = udc_unlink(fs->cache, parent, name, len);
-		if (u < 0 && u != -ENOENT)
+		/* No dentry to unlink (-ENOENT: never looked up, or shrunk away) may still leave the
+		 * directory's cached listing naming it: invalidate takes that back too. */
+		if (udc_unlink(fs->cache, parent, name, len) < 0)
 			udc_invalidate(fs->cache, parent, name, len);
 		attr_stale(fs, parent);
 		if (known)
