@@ -149,9 +149,13 @@ impl Runs {
             return;
         }
         table.blocks.remove(&start);
-        // The block's other slots are all holes now: they go with it.
-        let mut above = table.holes.split_off(&start);
-        table.holes.append(&mut above.split_off(&(start + layout.size())));
+        // The block's other slots are all holes now: they go with it (one removal each, so
+        // the cost is the block's, not the table's: `split_off` and `append` would move every
+        // hole above it).
+        let gone: Vec<usize> = table.holes.range(start..start + layout.size()).copied().collect();
+        for hole in gone {
+            table.holes.remove(&hole);
+        }
         drop(table);
         // The block's start, with the provenance of the slot's pointer (derived from it).
         let base = slot.as_ptr().cast::<u8>().with_addr(start);
