@@ -183,6 +183,8 @@ fn raw_round_trip() {
     assert_eq!(p.stats().parked, 1);
 }
 
+// The misuse checks exist only with debug assertions; scripts/test.sh (the test command, run by
+// CI) runs this file once more in the debug profile for these two.
 #[test]
 #[cfg(debug_assertions)]
 #[should_panic(expected = "freed twice")]

@@ -4,67 +4,164 @@
 //! Each test runs for a bounded time (`STRESS_MS`, default 700 ms) on real threads.
 //!
 //! - Stable nodes are put on the list first, in id order, and never touched again: a walk that
-//!   reports `valid()` must see each exactly once, in order; any walk must see each at most
-//!   twice per move that overlapped it.
+//!   reports `valid()`, or that no move overlapped (counted by the test itself, around every
+//!   move), must see each exactly once, in order; any other walk of a [`List`] must see each at
+//!   most once plus once more per move that overlapped it (a reader standing on a node moved
+//!   to the front walks the list again). A [`ChildList`] walk sees each at most once, in order,
+//!   whatever moved (a reader standing on an entry that changes sides only misses the rest).
 //! - Churn nodes are inserted, removed, replaced and moved; a removed node is reinserted only
 //!   after its grace period (when the list's reference is gone), or dropped and replaced by a
-//!   fresh node, so nodes really are freed while readers run.
-//! - Every node a reader is handed must not have been freed (a flag outside the node, set by its
-//!   `Drop`), checked again while the reader is still pinned.
+//!   fresh node, so nodes really are freed while readers run: a freed node's id is reused for
+//!   a later node (with a new generation), and each test checks that nodes were still being
+//!   freed in the last quarter of its run.
+//! - Every node a reader is handed must not have been freed (its id's state, outside the node,
+//!   set by its `Drop` and bumped to a new generation when the id is reused), checked again
+//!   while the reader is still pinned.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
 use udcache_rculist::epoch::Guard;
 use udcache_rculist::{ChildList, HLink, HListBl, Link, List, adapter, epoch};
 
-const MAX_IDS: usize = 1 << 18;
+/// Ids in use at once: the stable and churn nodes, and the dropped ones whose grace period has
+/// not ended (up to about 200,000 seen where readers stay pinned long on a loaded machine).
+/// Ids are reused, so this bounds the nodes alive at once, not the run.
+const MAX_IDS: usize = 1 << 20;
 const STABLE: usize = 16;
 
+/// The id table: which node generation holds each id, and whether that node is alive.
 struct Ids {
-    freed: Vec<AtomicBool>,
+    /// Per id: the generation of its latest node shifted left once, bit 0 set while that node
+    /// is alive. A node freed under a reader reads as dead, or (id reused) as the wrong
+    /// generation.
+    state: Vec<AtomicU64>,
+    /// Ids whose node has been dropped, for reuse.
+    recycled: Mutex<Vec<usize>>,
+    /// Ids never used yet start here.
     next: AtomicUsize,
+    /// Nodes dropped so far.
+    frees: AtomicU64,
+    /// Fresh nodes refused because every id was in use.
+    refused: AtomicU64,
 }
+
+const ALIVE: u64 = 1;
 
 impl Ids {
     fn new() -> Arc<Self> {
         Arc::new(Self {
-            freed: (0..MAX_IDS).map(|_| AtomicBool::new(false)).collect(),
+            state: (0..MAX_IDS).map(|_| AtomicU64::new(0)).collect(),
+            recycled: Mutex::new(Vec::new()),
             next: AtomicUsize::new(0),
+            frees: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
         })
     }
 
-    fn check(&self, id: usize) {
+    /// Asserts that the node a reader holds, `(id, generation)` as read from it, is alive.
+    fn check(&self, (id, generation): (usize, u64)) {
         assert!(id < MAX_IDS, "garbage id {id}: node memory reused under a reader");
-        assert!(!self.freed[id].load(Ordering::SeqCst), "node {id} freed under a reader");
+        // SeqCst, as the stores in `fresh` and `Node::drop`: a free under a reader is the bug
+        // this looks for, and has no happens-before edge to pair with; one total order over
+        // the state words at least makes a free that comes before this load in it visible.
+        let state = self.state[id].load(Ordering::SeqCst);
+        assert_eq!(
+            state,
+            generation << 1 | ALIVE,
+            "node {id} (generation {generation}) freed under a reader"
+        );
+    }
+
+    fn frees(&self) -> u64 {
+        // Relaxed: a count only compared with an earlier reading of itself.
+        self.frees.load(Ordering::Relaxed)
     }
 }
 
 struct Node {
     id: usize,
+    generation: u64,
     key: usize,
     link: Link,
     hlink: HLink,
     ids: Arc<Ids>,
 }
 
+impl Node {
+    fn tag(&self) -> (usize, u64) {
+        (self.id, self.generation)
+    }
+}
+
 impl Drop for Node {
     fn drop(&mut self) {
-        self.ids.freed[self.id].store(true, Ordering::SeqCst);
+        // SeqCst: see `Ids::check`.
+        self.ids.state[self.id].store(self.generation << 1, Ordering::SeqCst);
+        // The mutex orders this drop before the id's reuse in `fresh`.
+        self.ids.recycled.lock().unwrap().push(self.id);
+        // Relaxed: a statistic.
+        self.ids.frees.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 adapter!(LA = Node { link: Link });
 adapter!(HA = Node { hlink: HLink });
 
-/// A fresh node, or `None` once the id space is used up.
+/// A fresh node, on the id of a freed one when there is one; `None` (counted as refused) if
+/// [`MAX_IDS`] nodes are alive or awaiting their grace period: the writer then keeps its old
+/// node, and if that lasted to the end of the run, the frees check fails the test.
 fn fresh(ids: &Arc<Ids>, key: usize) -> Option<Arc<Node>> {
-    let id = ids.next.fetch_add(1, Ordering::Relaxed);
-    (id < MAX_IDS).then(|| {
-        Arc::new(Node { id, key, link: Link::new(), hlink: HLink::new(), ids: ids.clone() })
-    })
+    let reused = ids.recycled.lock().unwrap().pop();
+    // Relaxed: only hands out distinct ids.
+    let id = reused.unwrap_or_else(|| ids.next.fetch_add(1, Ordering::Relaxed));
+    if id >= MAX_IDS {
+        // Relaxed: a statistic.
+        ids.refused.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    // Only this thread owns `id` now (popped under the mutex, which orders the load after the
+    // last node's `Drop`, or new from `next`); SeqCst for the store, see `Ids::check`.
+    let generation = (ids.state[id].load(Ordering::Relaxed) >> 1) + 1;
+    ids.state[id].store(generation << 1 | ALIVE, Ordering::SeqCst);
+    let (link, hlink) = (Link::new(), HLink::new());
+    Some(Arc::new(Node { id, generation, key, link, hlink, ids: ids.clone() }))
+}
+
+/// The test's own count of list moves, independent of the list's sequence count: a writer
+/// bumps `started` before a move and `finished` after it, under the list lock.
+#[derive(Default)]
+struct Moves {
+    started: AtomicU64,
+    finished: AtomicU64,
+}
+
+impl Moves {
+    fn run<T>(&self, mv: impl FnOnce() -> T) -> T {
+        // SeqCst (for both counters): `started` comes before the move's pointer stores, so a
+        // reader that saw one of them (an Acquire load of a Release store, crate docs
+        // "Publish") then sees `started` in `overlapping`; `finished` comes after them, so a
+        // reader whose `finished` load in `before_walk` saw it walks the list as moved.
+        self.started.fetch_add(1, Ordering::SeqCst);
+        let r = mv();
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        r
+    }
+
+    /// Before a walk: the moves over by now.
+    fn before_walk(&self) -> u64 {
+        // SeqCst: pairs with the increment of `finished` in `run`.
+        self.finished.load(Ordering::SeqCst)
+    }
+
+    /// After a walk: how many moves may have overlapped it (started before its end, not over
+    /// before its start).
+    fn overlapping(&self, before: u64) -> u64 {
+        // SeqCst: pairs with the increment of `started` in `run`.
+        self.started.load(Ordering::SeqCst) - before
+    }
 }
 
 fn duration() -> Duration {
@@ -166,19 +263,57 @@ fn race<S: Send + Sync + 'static>(
             })
         })
         .collect();
-    thread::sleep(duration());
+    let run = duration();
+    thread::sleep(run * 3 / 4);
+    let frees_at_three_quarters = ids.frees();
+    thread::sleep(run - run * 3 / 4);
+    let frees_at_end = ids.frees();
     stop.store(true, Ordering::Relaxed);
     let ops: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
     let (valid, invalid) = readers
         .into_iter()
         .map(|r| r.join().unwrap())
         .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
-    eprintln!("{name}: {ops} writer ops, {valid} valid walks, {invalid} invalidated walks");
+    // Relaxed: the threads that took ids have been joined.
+    let ids_used = ids.next.load(Ordering::Relaxed).min(MAX_IDS);
+    let refused = ids.refused.load(Ordering::Relaxed);
+    eprintln!(
+        "{name}: {ops} writer ops, {valid} valid walks, {invalid} invalidated walks, \
+         {frees_at_end} nodes freed ({} in the last quarter), {ids_used} ids used, \
+         {refused} fresh nodes refused",
+        frees_at_end - frees_at_three_quarters
+    );
     assert!(ops > 100 && valid > 10, "{name} did not run: {ops} ops, {valid} valid walks");
+    // Freed nodes are what the reader checks guard against: they must go on being freed while
+    // the readers run, to the end.
+    assert!(
+        frees_at_end > frees_at_three_quarters,
+        "{name}: no node freed in the last quarter of the run ({frees_at_end} in all)"
+    );
 }
 
 fn stable_order() -> Vec<usize> {
     (0..STABLE).collect()
+}
+
+/// The stable nodes among the nodes a walk saw, in the order seen.
+fn stable_ids(seen: &[(usize, u64)]) -> Vec<usize> {
+    seen.iter().map(|&(id, _)| id).filter(|&id| id < STABLE).collect()
+}
+
+/// A [`ChildList`] walk's stable nodes: at most once each and in order, whatever moved (a
+/// reader standing on an entry that changes sides only misses the positives after it); all of
+/// them if no move overlapped the walk or it reports `valid()`.
+fn check_child_walk(what: &str, seen: &[(usize, u64)], valid: bool, overlapping: u64) {
+    let stable_seen = stable_ids(seen);
+    if valid || overlapping == 0 {
+        assert_eq!(stable_seen, stable_order(), "walk of {what}: valid {valid}");
+    } else {
+        assert!(
+            stable_seen.is_sorted_by(|a, b| a < b),
+            "walk of {what}, {overlapping} moves overlapping: {stable_seen:?}"
+        );
+    }
 }
 
 #[test]
@@ -191,18 +326,18 @@ fn list_readers_vs_churning_writers() {
     }
     race(
         "list stress",
-        (list, stable),
+        (list, stable, Moves::default()),
         &ids,
         (2, 2),
-        |(list, stable), ids, rng, churn, guard| {
+        |(list, stable, moves), ids, rng, churn, guard| {
             let i = rng.below(churn.nodes.len());
             let settled = churn.settled(i);
             let node = churn.nodes[i].clone();
             let mut wr = list.lock();
             if wr.contains(&node) {
                 match rng.below(5) {
-                    0 => assert!(wr.move_to_front(&node)),
-                    1 => assert!(wr.move_to_back(&node)),
+                    0 => assert!(moves.run(|| wr.move_to_front(&node))),
+                    1 => assert!(moves.run(|| wr.move_to_back(&node))),
                     2 => {
                         let j = rng.below(churn.nodes.len());
                         if j != i && churn.settled(j) {
@@ -225,25 +360,35 @@ fn list_readers_vs_churning_writers() {
                 churn.maybe_renew(i, rng, ids);
             }
         },
-        |(list, _), ids| {
+        |(list, _, moves), ids| {
             let guard = epoch::pin();
+            let before = moves.before_walk();
             let mut it = list.iter(&guard);
             let mut seen = Vec::new();
             for n in it.by_ref() {
-                ids.check(n.id);
-                seen.push(n.id);
+                ids.check(n.tag());
+                seen.push(n.tag());
                 pause_sometimes(seen.len());
             }
-            seen.iter().for_each(|&id| ids.check(id));
+            seen.iter().for_each(|&tag| ids.check(tag));
             let valid = it.valid();
-            if valid {
-                let stable_seen: Vec<usize> =
-                    seen.iter().copied().filter(|&id| id < STABLE).collect();
-                assert_eq!(stable_seen, stable_order(), "valid walk");
+            let overlapping = moves.overlapping(before);
+            let stable_seen = stable_ids(&seen);
+            if valid || overlapping == 0 {
+                assert_eq!(stable_seen, stable_order(), "valid {valid}, {overlapping} moves");
                 let mut all = seen.clone();
                 all.sort_unstable();
                 all.dedup();
-                assert_eq!(all.len(), seen.len(), "valid walk saw a node twice");
+                assert_eq!(all.len(), seen.len(), "a walk no move overlapped saw a node twice");
+            } else {
+                for id in 0..STABLE {
+                    let times = stable_seen.iter().filter(|&&s| s == id).count() as u64;
+                    assert!(
+                        times <= 1 + overlapping,
+                        "stable node {id} seen {times} times by a walk {overlapping} moves \
+                         overlapped: {stable_seen:?}"
+                    );
+                }
             }
             valid
         },
@@ -290,7 +435,7 @@ fn chain_lookups_vs_churning_writers() {
                 let guard = epoch::pin();
                 let mut found = 0;
                 for (i, e) in buckets[k % BUCKETS].iter(&guard).enumerate() {
-                    ids.check(e.id);
+                    ids.check(e.tag());
                     pause_sometimes(i + 1);
                     found += usize::from(e.id < STABLE && e.key == k);
                 }
@@ -310,19 +455,19 @@ fn child_list_walks_vs_sign_changes() {
     }
     race(
         "child stress",
-        dir,
+        (dir, Moves::default()),
         &ids,
         (1, 1),
-        |dir, ids, rng, churn, guard| {
+        |(dir, moves), ids, rng, churn, guard| {
             let i = rng.below(churn.nodes.len());
             let settled = churn.settled(i);
             let node = churn.nodes[i].clone();
             let mut w = dir.lock();
             if w.positive().contains(&node) {
-                assert!(w.make_negative(&node));
+                assert!(moves.run(|| w.make_negative(&node)));
             } else if w.negative().contains(&node) {
                 if rng.below(2) == 0 {
-                    assert!(w.make_positive(&node));
+                    assert!(moves.run(|| w.make_positive(&node)));
                 } else {
                     w.remove(&node).unwrap().retire(guard);
                 }
@@ -333,27 +478,24 @@ fn child_list_walks_vs_sign_changes() {
                 churn.maybe_renew(i, rng, ids);
             }
         },
-        |dir, ids| {
+        |(dir, moves), ids| {
             let guard = epoch::pin();
+            let before = moves.before_walk();
             let mut it = dir.iter_all(&guard);
-            let mut stable_seen = Vec::new();
-            for (i, n) in it.by_ref().enumerate() {
-                ids.check(n.id);
-                pause_sometimes(i + 1);
-                if n.id < STABLE {
-                    stable_seen.push(n.id);
-                }
+            let mut seen = Vec::new();
+            for n in it.by_ref() {
+                ids.check(n.tag());
+                seen.push(n.tag());
+                pause_sometimes(seen.len());
             }
+            seen.iter().for_each(|&tag| ids.check(tag));
             let valid = it.valid();
-            if valid {
-                assert_eq!(stable_seen, stable_order(), "valid walk of all children");
-            }
+            check_child_walk("all children", &seen, valid, moves.overlapping(before));
+            let before = moves.before_walk();
             let mut pos = dir.iter_positive(&guard);
-            let stable_pos: Vec<usize> =
-                pos.by_ref().map(|n| n.id).filter(|&id| id < STABLE).collect();
-            if pos.valid() {
-                assert_eq!(stable_pos, stable_order(), "valid walk of the positives");
-            }
+            let seen: Vec<_> = pos.by_ref().map(|n| n.tag()).collect();
+            seen.iter().for_each(|&tag| ids.check(tag));
+            check_child_walk("the positives", &seen, pos.valid(), moves.overlapping(before));
             valid
         },
     );
