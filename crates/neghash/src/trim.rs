@@ -44,8 +44,11 @@
 //! of unique names looks like it only between two compiles: both are unreferenced negatives
 //! then. To tell them apart each bucket keeps a ghost slot holding the 32-bit hash of the
 //! negative it last evicted (a shadow entry, as Linux's page cache keeps for refaults).
-//! One slot is enough for the include-path load (`udcache-bench include-path`: every header
-//! probe still hits under a flood, as it did with four slots).
+//! Under the include-path load (`udcache-bench include-path`) the header negatives are made
+//! before the flood, so admission alone keeps them (its figure is the same with the ghost
+//! check turned off); the slot is for a negative that a workload reuses but that was refused
+//! or evicted anyway, which it lets back in on its second miss (`tests/admission.rs`), as long
+//! as no other negative of the bucket was evicted in between (one slot remembers the last).
 //! A negative inserted whose hash is in a ghost slot is a *refault*: it is born with the
 //! `WORKINGSET` bit, which protects it like `REFERENCED` (it does not count in runs, and rule 2
 //! passes it over once). Unique names never refault, so a flood gains nothing; the bounds do not
