@@ -546,4 +546,35 @@ pub(crate) mod tests {
         // SAFETY: `other` is live and used by this thread only.
         unsafe { udc_cache_destroy(other) };
     }
+    #[test]
+    fn handles_made_and_destroyed_on_many_threads_never_cross() {
+        const THREADS: usize = 4;
+        const ROUNDS: usize = 100;
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                s.spawn(move || {
+                    let mut destroyed = Vec::new();
+                    for r in 0..ROUNDS {
+                        let cache = small_cache();
+                        let name = format!("t{t}r{r}");
+                        assert_eq!(add(cache, name.as_bytes()), 0);
+                        // Each cache holds its own name only: a handle that reached another
+                        // thread's cache, or this thread's last one, would see theirs.
+                        assert_eq!(look(cache, name.as_bytes()), UDC_NEGATIVE);
+                        if r > 0 {
+                            assert_eq!(look(cache, format!("t{t}r{}", r - 1).as_bytes()), UDC_MISS);
+                        }
+                        // SAFETY: `cache` is live and used by this thread only.
+                        unsafe { udc_cache_destroy(cache) };
+                        destroyed.push(cache);
+                        // Every handle destroyed stays refused, whatever the other threads made
+                        // since in the slots it had.
+                        for &stale in &destroyed {
+                            assert_eq!(look(stale, b"x"), -libc::EBADF);
+                        }
+                    }
+                });
+            }
+        });
+    }
 }
