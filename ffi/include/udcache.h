@@ -904,7 +904,9 @@ int udc_add_negative(struct udc_cache *cache, uint64_t parent, const char *name,
  * `udc_forget` takes its lookup count to 0.
  *
  * Returns 0, or `-EINVAL`, `-ENAMETOOLONG`, `-ESTALE`, `-ENOTDIR`, `-ENOENT` (no positive
- * entry), `-EBADF`.
+ * entry), `-EBADF`; each changes nothing. After a refusal of a name the filesystem did
+ * remove (its entry was never made, or was shrunk away), call `udc_invalidate` on it: the
+ * directory's cached listing may still name it.
  *
  * # Safety
  *
@@ -920,7 +922,8 @@ int udc_unlink(struct udc_cache *cache, uint64_t parent, const char *name, size_
  *
  * Returns 0, or `-EINVAL` (unknown or both flags; bad name), `-ENAMETOOLONG`, `-ESTALE`,
  * `-ENOTDIR`, `-ENOENT` (no positive source, or no positive target with EXCHANGE), `-EEXIST`
- * (positive target with NOREPLACE), `-EBADF`.
+ * (positive target with NOREPLACE), `-EBADF`; each changes nothing. After a refusal of a
+ * rename the filesystem did make, call `udc_invalidate` on both names, as for `udc_unlink`.
  *
  * # Safety
  *
@@ -964,10 +967,12 @@ int udc_count_lookup(struct udc_cache *cache, uint64_t ino);
 /**
  * Drops the cached entry `name` in `parent` (positive or negative) and, for a directory,
  * every cached entry below it (the filesystem learnt that its copy is out of date). Inodes
- * stay cached until `udc_forget`.
+ * stay cached until `udc_forget`. The directory's cached listing is marked changed, also
+ * when no entry is cached but the listing answers for the name (names it, or is complete
+ * and so answers that it does not exist).
  *
- * Returns 0, or `-ENOENT` (nothing cached under that name), `-EINVAL`, `-ENAMETOOLONG`,
- * `-ESTALE`, `-ENOTDIR`, `-EBADF`.
+ * Returns 0, or `-ENOENT` (nothing cached under that name, neither an entry nor a listing's
+ * answer; nothing changed), `-EINVAL`, `-ENAMETOOLONG`, `-ESTALE`, `-ENOTDIR`, `-EBADF`.
  *
  * # Safety
  *
@@ -1101,8 +1106,8 @@ int udc_set_entry_timeout(struct udc_cache *cache,
  * cached or dropped meanwhile: resolve it with `udc_resolve`), or `UDC_WALK_DENIED`. Errors:
  * those of `udc_walk`; `-EINVAL` also for a bad `cred`; a callback's `-errno`; `-EIO` for a
  * callback that broke its contract; `-EMLINK` as for `udc_resolve` (a directory renamed
- * behind the cache is moved, as there); `-EAGAIN` when the walk still needed blocking work after its last round
- * (names or directories changing under it faster than it can walk).
+ * behind the cache is moved, as there); `-EAGAIN` when the walk still needed blocking work
+ * after its last round (names or directories changing under it faster than it can walk).
  *
  * # Safety
  *

@@ -95,7 +95,9 @@ pub unsafe extern "C" fn udc_add_negative(
 /// `udc_forget` takes its lookup count to 0.
 ///
 /// Returns 0, or `-EINVAL`, `-ENAMETOOLONG`, `-ESTALE`, `-ENOTDIR`, `-ENOENT` (no positive
-/// entry), `-EBADF`.
+/// entry), `-EBADF`; each changes nothing. After a refusal of a name the filesystem did
+/// remove (its entry was never made, or was shrunk away), call `udc_invalidate` on it: the
+/// directory's cached listing may still name it.
 ///
 /// # Safety
 ///
@@ -118,7 +120,8 @@ pub unsafe extern "C" fn udc_unlink(
 ///
 /// Returns 0, or `-EINVAL` (unknown or both flags; bad name), `-ENAMETOOLONG`, `-ESTALE`,
 /// `-ENOTDIR`, `-ENOENT` (no positive source, or no positive target with EXCHANGE), `-EEXIST`
-/// (positive target with NOREPLACE), `-EBADF`.
+/// (positive target with NOREPLACE), `-EBADF`; each changes nothing. After a refusal of a
+/// rename the filesystem did make, call `udc_invalidate` on both names, as for `udc_unlink`.
 ///
 /// # Safety
 ///
@@ -193,10 +196,12 @@ pub unsafe extern "C" fn udc_count_lookup(cache: *mut udc_cache, ino: u64) -> c_
 
 /// Drops the cached entry `name` in `parent` (positive or negative) and, for a directory,
 /// every cached entry below it (the filesystem learnt that its copy is out of date). Inodes
-/// stay cached until `udc_forget`.
+/// stay cached until `udc_forget`. The directory's cached listing is marked changed, also
+/// when no entry is cached but the listing answers for the name (names it, or is complete
+/// and so answers that it does not exist).
 ///
-/// Returns 0, or `-ENOENT` (nothing cached under that name), `-EINVAL`, `-ENAMETOOLONG`,
-/// `-ESTALE`, `-ENOTDIR`, `-EBADF`.
+/// Returns 0, or `-ENOENT` (nothing cached under that name, neither an entry nor a listing's
+/// answer; nothing changed), `-EINVAL`, `-ENAMETOOLONG`, `-ESTALE`, `-ENOTDIR`, `-EBADF`.
 ///
 /// # Safety
 ///

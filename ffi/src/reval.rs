@@ -249,8 +249,8 @@ pub unsafe extern "C" fn udc_set_entry_timeout(
 /// cached or dropped meanwhile: resolve it with `udc_resolve`), or `UDC_WALK_DENIED`. Errors:
 /// those of `udc_walk`; `-EINVAL` also for a bad `cred`; a callback's `-errno`; `-EIO` for a
 /// callback that broke its contract; `-EMLINK` as for `udc_resolve` (a directory renamed
-/// behind the cache is moved, as there); `-EAGAIN` when the walk still needed blocking work after its last round
-/// (names or directories changing under it faster than it can walk).
+/// behind the cache is moved, as there); `-EAGAIN` when the walk still needed blocking work
+/// after its last round (names or directories changing under it faster than it can walk).
 ///
 /// # Safety
 ///
