@@ -33,7 +33,7 @@ use dcache::{Config, Dcache, Timeouts, UnlinkPolicy};
 
 use crate::args::{self, check_size, versioned};
 use crate::callbacks::Backend;
-use crate::errors::{CResult, ffi_call, ffi_void};
+use crate::errors::{CResult, fail, ffi_call, ffi_void};
 
 /// How many caches may be live at once: the slots of the handle table (a power of two).
 const SLOTS: usize = 1024;
@@ -118,8 +118,9 @@ const DEFAULT_ENTRIES: usize = 65536;
 const DEFAULT_READDIR_PAGES: usize = 4096;
 /// Entries per readdir page when `readdir_page_entries` is 0 (the udcache crate's default).
 const DEFAULT_PAGE_ENTRIES: usize = 128;
-/// The largest `expected_entries` or `buckets` accepted: beyond it the tables would not fit
-/// (a failed allocation aborts the process, so absurd sizes are refused up front).
+/// The largest `expected_entries` or `buckets` accepted (8 GiB of tables at 32 bytes an
+/// entry): beyond it a size is a mistake, refused as such. Below it, tables that do not fit
+/// in memory are `ENOMEM` (`Dcache::try_new`).
 const MAX_ENTRIES: usize = 1 << 28;
 
 /// What an unlinked name leaves behind (`udc_config.unlink_policy`).
@@ -220,10 +221,8 @@ impl udc_cache {
             negative: args::ttl(cfg.negative_timeout_ns),
             access: args::ttl(cfg.access_timeout_ns),
         });
-        Ok(udc_cache {
-            dcache: Dcache::new(config.with_unlink_policy(unlink)),
-            backend: OnceLock::new(),
-        })
+        let dcache = Dcache::try_new(config.with_unlink_policy(unlink)).map_err(fail)?;
+        Ok(udc_cache { dcache, backend: OnceLock::new() })
     }
 }
 
@@ -282,8 +281,9 @@ pub unsafe extern "C" fn udc_config_init(cfg: *mut udc_config) {
 /// At most 1024 caches are live at once.
 ///
 /// Returns 0, or `-EINVAL` (`out` NULL; `cfg->size` smaller than this library's
-/// `sizeof(struct udc_config)`; an unknown `unlink_policy`; a size over 2^28), `-EMFILE`
-/// (1024 caches are live already), with `*out` unchanged.
+/// `sizeof(struct udc_config)`; an unknown `unlink_policy`; a size over 2^28), `-ENOMEM` (the
+/// tables for that size, allocated now, do not fit: 32 bytes per expected entry, each table
+/// rounded up to a power of two), `-EMFILE` (1024 caches are live already), with `*out` unchanged.
 ///
 /// # Safety
 ///

@@ -47,6 +47,7 @@
 //! the negative bounds below are per bucket, so a table that is too small costs longer chains,
 //! not unbounded memory.
 
+use std::collections::TryReserveError;
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
@@ -85,10 +86,12 @@ impl Config {
         Config::with_buckets(entries.max(16))
     }
 
-    /// A table with exactly `buckets` buckets (rounded up to a power of two).
+    /// A table with exactly `buckets` buckets (rounded up to a power of two; past the largest
+    /// power of two, that one, which no machine can allocate: see [`NegHash::try_new`]).
     pub fn with_buckets(buckets: usize) -> Self {
+        let largest = 1 << (usize::BITS - 1);
         Config {
-            buckets: buckets.max(1).next_power_of_two(),
+            buckets: buckets.max(1).checked_next_power_of_two().unwrap_or(largest),
             rule1: true,
             admission: true,
             negative_cap: Some(6),
@@ -203,6 +206,14 @@ impl<V: Send + Sync + 'static> BucketLock<'_, V> {
     }
 }
 
+/// `n` values made by `make`, or the error of allocating room for them.
+fn try_filled<T>(n: usize, make: impl FnMut() -> T) -> Result<Box<[T]>, TryReserveError> {
+    let mut all = Vec::new();
+    all.try_reserve_exact(n)?;
+    all.extend(std::iter::repeat_with(make).take(n));
+    Ok(all.into_boxed_slice())
+}
+
 /// The summary bit of an entry with key word `key`: one of `SUMMARY_BITS`, chosen by the
 /// low 32 bits of its hash (the key word's high half), mapped onto `0..SUMMARY_BITS` by a
 /// multiply and a shift (fairly, like a modulo, without the division: it is on every
@@ -213,19 +224,35 @@ pub(crate) fn summary_bit(key: u64) -> u16 {
 
 impl<V: Send + Sync + 'static> NegHash<V> {
     /// An empty table.
+    ///
+    /// # Panics
+    ///
+    /// If its bucket heads cannot be allocated ([`try_new`](Self::try_new) returns the error).
     pub fn new(config: Config) -> Self {
+        Self::try_new(config).expect("udcache_neghash: the bucket heads do not fit in memory")
+    }
+
+    /// An empty table, or the error of allocating its bucket heads (8 bytes a bucket, and 4
+    /// more with admission): all of its memory that is allocated up front.
+    ///
+    /// ```
+    /// use udcache_neghash::{Config, NegHash};
+    /// assert!(NegHash::<()>::try_new(Config::with_buckets(1 << 10)).is_ok());
+    /// assert!(NegHash::<()>::try_new(Config::with_buckets(1 << 62)).is_err());
+    /// ```
+    pub fn try_new(config: Config) -> Result<Self, TryReserveError> {
         let n = config.buckets;
         let ghosts = if config.admission { n } else { 0 };
         let shards = std::thread::available_parallelism().map_or(4, |p| p.get() * 4).min(n);
-        NegHash {
-            buckets: (0..n).map(|_| HListBl::new()).collect(),
+        Ok(NegHash {
+            buckets: try_filled(n, HListBl::new)?,
             lru: Lru::new(shards),
             hasher: KeyHasher::new(config.key_hash),
             config,
             counters: Counters::new(),
-            ghosts: (0..ghosts).map(|_| AtomicU32::new(0)).collect(),
+            ghosts: try_filled(ghosts, || AtomicU32::new(0))?,
             pool: new_pool(),
-        }
+        })
     }
 
     /// The configuration in force.

@@ -255,13 +255,33 @@ fn ino_key(ino: u64) -> [u8; 8] {
 
 impl Dcache {
     /// An empty cache holding only the root directory, [`ROOT_INO`].
+    ///
+    /// # Panics
+    ///
+    /// If its tables cannot be allocated ([`try_new`](Self::try_new) returns the error).
     pub fn new(config: Config) -> Self {
+        Self::try_new(config).unwrap_or_else(|e| panic!("udcache: {e}"))
+    }
+
+    /// An empty cache holding only the root directory, or [`Error::OutOfMemory`] if the
+    /// tables' bucket heads, all the memory it allocates up front, cannot be allocated (the
+    /// sizes are the caller's: a C caller's `expected_entries`, for one).
+    ///
+    /// ```
+    /// use udcache::{Config, Dcache, Error};
+    /// assert!(Dcache::try_new(Config::for_entries(64)).is_ok());
+    /// assert!(matches!(Dcache::try_new(Config::for_entries(1 << 60)), Err(Error::OutOfMemory)));
+    /// ```
+    pub fn try_new(config: Config) -> Result<Self, Error> {
+        // The tables first: nothing else is made until they are.
+        let names = NegHash::try_new(config.names).map_err(|_| Error::OutOfMemory)?;
+        let inodes = NegHash::try_new(config.inodes).map_err(|_| Error::OutOfMemory)?;
         let pool = ManuallyDrop::new(crate::recycle::new_pool());
         let root = InodeSpec { ino: ROOT_INO, kind: FileType::Directory, fs_data: 0 };
         let root = InodeRef::new(&pool, root, ROOT_INO, 1);
         let cache = Dcache {
-            names: NegHash::new(config.names),
-            inodes: NegHash::new(config.inodes),
+            names,
+            inodes,
             name_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             inode_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             rename: RenameSeq::new(),
@@ -280,7 +300,7 @@ impl Dcache {
             false,
             Slot::positive(root),
         ));
-        cache
+        Ok(cache)
     }
 
     /// The cached inode numbered `ino`, borrowed for the guard's life. No lock.

@@ -38,6 +38,9 @@ pub enum Error {
     Backend(i32),
     /// A directory listing failed (see [`Dcache::readdir`](crate::Dcache::readdir)).
     Readdir(udcache_readdir::Error),
+    /// The tables of a new cache do not fit in memory (see
+    /// [`Dcache::try_new`](crate::Dcache::try_new)).
+    OutOfMemory,
 }
 
 impl Error {
@@ -61,6 +64,7 @@ impl Error {
             Error::DirectoryAlias(_) => libc::EMLINK,
             Error::Backend(errno) => *errno,
             Error::Readdir(e) => e.errno(),
+            Error::OutOfMemory => libc::ENOMEM,
         }
     }
 }
@@ -95,6 +99,7 @@ impl fmt::Display for Error {
             }
             Error::Backend(errno) => write!(f, "filesystem lookup failed: errno {errno}"),
             Error::Readdir(e) => write!(f, "readdir: {e}"),
+            Error::OutOfMemory => f.write_str("the cache's tables do not fit in memory"),
         }
     }
 }
