@@ -181,6 +181,19 @@ fn pause_sometimes(step: usize) {
     }
 }
 
+/// Walks `nodes` to the end, checking each node alive when it is handed out and again once
+/// the walk is over (the reader still pinned), pausing now and then; their tags, in order.
+fn walk_checked<'a>(nodes: impl Iterator<Item = &'a Node>, ids: &Ids) -> Vec<(usize, u64)> {
+    let mut seen = Vec::new();
+    for n in nodes {
+        ids.check(n.tag());
+        seen.push(n.tag());
+        pause_sometimes(seen.len());
+    }
+    seen.iter().for_each(|&tag| ids.check(tag));
+    seen
+}
+
 struct Rng(u64);
 
 impl Rng {
@@ -364,13 +377,7 @@ fn list_readers_vs_churning_writers() {
             let guard = epoch::pin();
             let before = moves.before_walk();
             let mut it = list.iter(&guard);
-            let mut seen = Vec::new();
-            for n in it.by_ref() {
-                ids.check(n.tag());
-                seen.push(n.tag());
-                pause_sometimes(seen.len());
-            }
-            seen.iter().for_each(|&tag| ids.check(tag));
+            let seen = walk_checked(it.by_ref(), ids);
             let valid = it.valid();
             let overlapping = moves.overlapping(before);
             let stable_seen = stable_ids(&seen);
@@ -482,13 +489,7 @@ fn child_list_walks_vs_sign_changes() {
             let guard = epoch::pin();
             let before = moves.before_walk();
             let mut it = dir.iter_all(&guard);
-            let mut seen = Vec::new();
-            for n in it.by_ref() {
-                ids.check(n.tag());
-                seen.push(n.tag());
-                pause_sometimes(seen.len());
-            }
-            seen.iter().for_each(|&tag| ids.check(tag));
+            let seen = walk_checked(it.by_ref(), ids);
             let valid = it.valid();
             check_child_walk("all children", &seen, valid, moves.overlapping(before));
             let before = moves.before_walk();
