@@ -415,7 +415,18 @@ impl Model {
         match fs.answer {
             Err(errno) => Err(Error::Backend(errno)),
             Ok(None) => self.add_negative(parent, name).map(|()| Resolved::Negative),
-            Ok(Some(spec)) => self.add(parent, name, spec).map(|()| Resolved::Found(spec)),
+            Ok(Some(spec)) => match self.add(parent, name, spec) {
+                // A directory cached under another name was renamed behind the cache: its
+                // name moves here, and the answer counts a lookup as any found answer does.
+                Err(Error::DirectoryAlias(ino)) if ino != ROOT_INO => {
+                    let (old_parent, old_name) =
+                        self.aliases(ino).pop_first().expect("an alias is a name");
+                    self.rename((old_parent, &old_name), (parent, name), Mode::Replace)?;
+                    self.count_lookup(ino)?;
+                    Ok(Resolved::Found(spec))
+                }
+                added => added.map(|()| Resolved::Found(spec)),
+            },
         }
     }
 }
