@@ -20,8 +20,10 @@
 //!   contents), and keeping the old one means inserting never breaks a chain others follow.
 //! - Removing a page removes exactly the mappings that point at it.
 //! - *Complete*: the fresh chain from cookie 0 reaches a final page. `frontier` is the cookie
-//!   up to which that chain is known intact; inserting only extends it, removing a page or
-//!   changing the epoch resets it, so checking completeness costs O(pages) between removals.
+//!   up to which that chain is known intact; inserting only extends it, removing a fresh page
+//!   or changing the epoch resets it, so checking completeness costs O(pages) between
+//!   removals. (A stale page is on no fresh chain: removing one keeps a complete listing
+//!   complete.)
 //!
 //! Everything here runs under the directory's lock: a `&mut Listing` is only reachable through
 //! that lock's guard (see `dir.rs`).
@@ -284,7 +286,11 @@ impl Listing {
         }
         self.free.push(id);
         self.live -= 1;
-        self.lose_completeness();
+        // A stale page is on no fresh chain, so completeness, and the name index built along
+        // that chain, stand without it.
+        if page.epoch == self.epoch {
+            self.lose_completeness();
+        }
         page
     }
 
@@ -415,6 +421,22 @@ mod tests {
         let now = l.epoch();
         assert_eq!(l.adopt(now, Verifier(3)), Adopt::Keep { changed: true });
         assert_eq!(l.verifier(), Some(Verifier(3)));
+    }
+
+    #[test]
+    fn removing_a_stale_page_keeps_a_complete_listing_complete() {
+        let mut l = Listing::default();
+        l.adopt(0, Verifier(1));
+        let old = l.insert(0, fill(&[1, 2], true, 1), 1);
+        assert!(l.change(Some(Verifier(2))));
+        let fresh = l.insert(0, fill(&[1, 3], true, 2), 2);
+        assert!(l.is_complete());
+        assert_eq!(l.lookup(b"n3"), Lookup::Present(Entry::new("n3", 3, 8, 3)));
+        l.remove(old);
+        assert!(l.is_complete(), "the stale page was on no fresh chain");
+        assert_eq!(l.lookup(b"n2"), Lookup::Absent);
+        l.remove(fresh);
+        assert!(!l.is_complete());
     }
 
     #[test]
