@@ -344,7 +344,10 @@ impl Dcache {
                     let old = self.inode_arc(ino).and_then(|i| i.aliases().pop());
                     let Some((old_parent, old_name)) = old else { continue };
                     match self.rename(old_parent, &old_name, parent, name, RenameMode::Replace) {
-                        Ok(()) => return Ok(Some(Resolved::Found(spec))),
+                        Ok(()) => {
+                            self.expire_if_changed((parent, name), generation);
+                            return Ok(Some(Resolved::Found(spec)));
+                        }
                         // Unlinked or moved again meanwhile: file the answer afresh.
                         Err(Error::NotFound) => continue,
                         Err(e) => return Err(e),

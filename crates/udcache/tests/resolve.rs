@@ -164,10 +164,16 @@ fn a_filesystem_that_panics_still_ends_its_call() {
 }
 
 /// Directory 2, first named `old` in the root, now answered as `new`: renamed on the server.
-struct MovedDir;
+/// With `changes`, the root changes again while the lookup runs (reported to that cache).
+struct MovedDir<'c> {
+    changes: Option<&'c Dcache>,
+}
 
-impl Filesystem for MovedDir {
+impl Filesystem for MovedDir<'_> {
     fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        if let Some(cache) = self.changes {
+            cache.dir_changed(ROOT_INO, None).unwrap();
+        }
         let dir = InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 0 };
         Ok((name == b"new").then_some(dir))
     }
@@ -179,7 +185,10 @@ fn a_directory_moved_behind_the_cache_moves_with_what_is_cached_below_it() {
     let dir = InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 0 };
     cache.add(ROOT_INO, b"old", dir).unwrap();
     cache.add(2, b"child", InodeSpec { ino: 3, kind: FileType::Regular, fs_data: 0 }).unwrap();
-    assert_eq!(cache.resolve(&MovedDir, ROOT_INO, b"new"), Ok(Resolved::Found(dir)));
+    assert_eq!(
+        cache.resolve(&MovedDir { changes: None }, ROOT_INO, b"new"),
+        Ok(Resolved::Found(dir))
+    );
     let guard = epoch::pin();
     let found = |path| match cache.walk(&guard, ROOT_INO, path) {
         Ok(udcache::Walk::Found(i)) => Some(i.ino()),
@@ -189,4 +198,19 @@ fn a_directory_moved_behind_the_cache_moves_with_what_is_cached_below_it() {
     assert_eq!(found("old"), None, "the old name is gone");
     assert_eq!(cache.inode(&guard, 2).unwrap().aliases(), [(ROOT_INO, b"new".to_vec())]);
     assert_eq!(cache.stats().rename_sections, 1);
+}
+
+#[test]
+fn a_directory_moved_while_its_parent_changed_again_is_filed_expired() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let dir = InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 0 };
+    cache.add(ROOT_INO, b"old", dir).unwrap();
+    let fs = MovedDir { changes: Some(&cache) };
+    assert_eq!(cache.resolve(&fs, ROOT_INO, b"new"), Ok(Resolved::Found(dir)));
+    // The answer came from before the change the filesystem reported meanwhile: the moved
+    // name is there, but not trusted until revalidated.
+    assert!(matches!(cache.lookup(&epoch::pin(), ROOT_INO, b"new"), Ok(Lookup::Miss)));
+    let moved = MovedDir { changes: None };
+    assert_eq!(cache.resolve(&moved, ROOT_INO, b"new"), Ok(Resolved::Found(dir)));
+    assert!(matches!(cache.lookup(&epoch::pin(), ROOT_INO, b"new"), Ok(Lookup::Hit(_))));
 }
