@@ -411,12 +411,13 @@ impl Dcache {
     /// (read before the filesystem was asked about it): what [`Dcache::word`] does for an
     /// answer it files, for one that a rename filed instead.
     pub(crate) fn expire_if_changed(&self, (parent, name): (u64, &[u8]), asked: u32) {
-        if self.dir_gen_now(parent) == asked {
+        let now = self.dir_gen_now(parent);
+        if now == asked {
             return;
         }
         let names = self.lock_names((parent, name), None);
         if let Some(dentry) = self.dentry(parent, name) {
-            dentry.set_validity(self.validity(parent, false, Some(asked)), &names);
+            dentry.set_validity(self.word_at(now, self.timeouts.of(false), Some(asked)), &names);
         }
     }
 

@@ -143,12 +143,16 @@ impl Dcache {
         Ok(())
     }
 
+    /// What `dir`'s listing says of `name` (`Unknown` if `dir` has none).
+    fn listed(&self, dir: u64, name: &[u8]) -> udcache_readdir::Lookup {
+        self.dir_state(&epoch::pin(), dir)
+            .and_then(|d| d.listing.get())
+            .map_or(udcache_readdir::Lookup::Unknown, |l| l.lookup(name))
+    }
+
     /// Whether `dir`'s complete listing says `name` does not exist (a trusted negative).
     pub(crate) fn listed_absent(&self, dir: u64, name: &[u8]) -> bool {
-        let absent = self
-            .dir_state(&epoch::pin(), dir)
-            .and_then(|d| d.listing.get())
-            .is_some_and(|l| l.lookup(name) == udcache_readdir::Lookup::Absent);
+        let absent = self.listed(dir, name) == udcache_readdir::Lookup::Absent;
         if absent {
             self.events.bump(Event::CompleteDirNegative);
         }
@@ -158,9 +162,7 @@ impl Dcache {
     /// Whether `dir`'s listing answers for `name` without a dentry: listed, or absent from a
     /// complete listing (what [`Dcache::invalidate`] must take back where no dentry is).
     pub(crate) fn listing_knows(&self, dir: u64, name: &[u8]) -> bool {
-        self.dir_state(&epoch::pin(), dir)
-            .and_then(|d| d.listing.get())
-            .is_some_and(|l| l.lookup(name) != udcache_readdir::Lookup::Unknown)
+        self.listed(dir, name) != udcache_readdir::Lookup::Unknown
     }
 
     /// A positive dentry `name` filed in `dir`: a creation if the complete listing lacked it,
