@@ -750,7 +750,10 @@ void udc_config_init(struct udc_config *cfg);
  *
  * The handle is an opaque token, never NULL and never reused: after `udc_cache_destroy`, the
  * old handle is refused with `-EBADF` by every function, even once later caches were made.
- * At most 1024 caches are live at once.
+ * At most 1024 caches are live at once. Another thread may use the handle once it got it
+ * in a way ordered after this call returned (a mutex, thread creation, a release store read
+ * by an acquire load), as it would a pointer to memory: a handle read through an unordered
+ * (relaxed) channel may still be refused with `-EBADF` there.
  *
  * Returns 0, or `-EINVAL` (`out` NULL; `cfg->size` smaller than this library's
  * `sizeof(struct udc_config)`; an unknown `unlink_policy`; a size over 2^28), `-ENOMEM` (the

@@ -1,32 +1,24 @@
 //! The cache handle: creation from a config struct, destruction, and the check every entry
 //! point makes on the handle it is given.
 //!
-//! A `udc_cache *` given to C is not an address: it is an opaque token that names a slot of a
-//! fixed global table ([`TABLE`], [`SLOTS`] slots) and the slot's generation at the time the
-//! cache was made. Neither C nor this library ever dereferences it. Each slot holds a pointer
-//! to the boxed cache (null while free) and a generation, bumped at every destroy, so a token
-//! stays unique for the life of the process (a slot whose generation would no longer fit in a
-//! token is retired, never reused):
+//! A `udc_cache *` given to C is not an address: it is an opaque token of a fixed global
+//! [`HandleTable`] ([`TABLE`], [`SLOTS`] slots) that names a slot and the slot's generation at
+//! the time the cache was made (the table's rules, and their orderings, are in
+//! [`crate::table`]). Neither C nor this library ever dereferences it:
 //!
-//! - `udc_cache_new` boxes the cache, claims a free slot (a compare-and-swap of its pointer
-//!   from null to the box) and returns the token (index, generation); with every slot taken it
+//! - `udc_cache_new` boxes the cache and claims a slot for it; with every slot taken it
 //!   returns `EMFILE`.
-//! - [`get`] decodes a token and checks it: odd (an address of real, aligned memory is even),
-//!   the index in range (it is masked to the table's size), the slot's pointer set and its
-//!   generation the token's, else `EBADF` (NULL stays `EINVAL`). A destroyed handle whose slot
-//!   was reused by a later `udc_cache_new` is caught, since the generation moved on; so is any
-//!   garbage that is not exactly a live handle's token. The check only loads: the per-call path
-//!   writes nothing shared.
-//! - `udc_cache_destroy` checks the token the same way, bumps the generation (a
-//!   compare-and-swap, so of two destroys of one handle only one gets further), empties the
-//!   slot, then drops the box. A stale or repeated destroy is ignored.
+//! - [`get`] checks a token (loads only): anything but a live cache's token is `EBADF` (NULL
+//!   `EINVAL`). A destroyed handle whose slot a later `udc_cache_new` reused is caught, since
+//!   the generation moved on; so is any garbage that is not exactly a live handle's token.
+//! - `udc_cache_destroy` releases the token (of two destroys of one handle, only one gets the
+//!   box back) and drops the box. A stale or repeated destroy is ignored.
 //!
 //! What the table cannot catch is a use of a handle *during* its destroy (the handle is then
 //! live when checked, freed while used): `udc_cache_destroy` must be the last call on a handle.
 
 use std::ffi::{c_char, c_int};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use dcache::{Config, Dcache, Timeouts, UnlinkPolicy};
@@ -34,82 +26,19 @@ use dcache::{Config, Dcache, Timeouts, UnlinkPolicy};
 use crate::args::{self, check_size, versioned};
 use crate::callbacks::Backend;
 use crate::errors::{CResult, fail, ffi_call, ffi_void};
+use crate::table::HandleTable;
 
 /// How many caches may be live at once: the slots of the handle table (a power of two).
 const SLOTS: usize = 1024;
-/// Bits of a token that hold the slot index (above the low bit, which is always 1).
-const INDEX_BITS: u32 = SLOTS.trailing_zeros();
-/// The largest generation a token can carry (the bits above the index: 53 on 64-bit targets).
-/// A slot whose generation would pass it is retired.
-const GEN_MAX: usize = usize::MAX >> (1 + INDEX_BITS);
-/// The generation of a slot never used: tokens never carry 0, so no small odd number (such
-/// as `(udc_cache *)1`) is a live handle.
-const FIRST_GEN: usize = 1;
 
-/// One slot of the handle table.
-struct Slot {
-    /// The boxed cache (from `Box::into_raw`), null while the slot is free, or [`retired`].
-    cache: AtomicPtr<udc_cache>,
-    /// The generation of the slot: the one in the token of its current cache; bumped at every
-    /// destroy, so tokens of earlier caches in the slot no longer match.
-    generation: AtomicUsize,
-}
+/// The handle table. Its slots are claimed by `udc_cache_new` and released by
+/// `udc_cache_destroy`; every other entry point only checks tokens against it.
+static TABLE: HandleTable<udc_cache, SLOTS> = HandleTable::new();
 
-impl Slot {
-    const fn new() -> Self {
-        Slot { cache: AtomicPtr::new(ptr::null_mut()), generation: AtomicUsize::new(FIRST_GEN) }
-    }
-}
-
-/// The handle table. Its slots are claimed by `udc_cache_new` and emptied by
-/// `udc_cache_destroy`; every other entry point only loads from it.
-static TABLE: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
-
-/// The pointer of a retired slot: not null, so never claimed again, and never dereferenced (its
-/// generation is `GEN_MAX + 1`, which no token carries, so no token passes the check).
-fn retired() -> *mut udc_cache {
-    NonNull::dangling().as_ptr()
-}
-
-/// The token of the cache in slot `index` at generation `generation`: odd, hence never NULL
-/// (and never the address of a real, aligned object).
-fn token(index: usize, generation: usize) -> *mut udc_cache {
-    debug_assert!(index < SLOTS && (FIRST_GEN..=GEN_MAX).contains(&generation));
-    ptr::without_provenance_mut((generation << (1 + INDEX_BITS)) | (index << 1) | 1)
-}
-
-/// The slot index a token names (masked, so always below [`SLOTS`]) and the generation it
-/// carries, or `EBADF` for a value that is no token (even: the low bit of every token is 1).
-/// NULL is `EINVAL`.
-fn decode(handle: *const udc_cache) -> Result<(usize, usize), c_int> {
-    let bits = handle.addr();
-    if bits == 0 {
-        return Err(libc::EINVAL);
-    }
-    if bits & 1 == 0 {
-        return Err(libc::EBADF);
-    }
-    Ok(((bits >> 1) & (SLOTS - 1), bits >> (1 + INDEX_BITS)))
-}
-
-/// The boxed cache of a live token, else `EBADF` (`EINVAL` for NULL). Loads only.
-fn live(handle: *const udc_cache) -> Result<(&'static Slot, usize, NonNull<udc_cache>), c_int> {
-    let (index, generation) = decode(handle)?;
-    let slot = &TABLE[index];
-    // Acquire: pairs with the Release of the compare-and-swap in `udc_cache_new` that put this
-    // pointer in the slot, so the box's contents are visible here. It also orders the
-    // generation load below after the destroy that emptied the slot before that claim (that
-    // claim acquired the destroy's Release store, which came after its generation bump): a
-    // pointer of a later cache is never seen with the generation of an earlier one.
-    let cache = slot.cache.load(Ordering::Acquire);
-    // Relaxed: ordered by the Acquire load above (see there); compared only.
-    let current = slot.generation.load(Ordering::Relaxed);
-    match NonNull::new(cache) {
-        Some(cache) if current == generation && cache.as_ptr() != retired() => {
-            Ok((slot, generation, cache))
-        }
-        _ => Err(libc::EBADF),
-    }
+/// The handle C is given for `token`: the token's bits, with no provenance (never
+/// dereferenced).
+fn handle(token: usize) -> *mut udc_cache {
+    ptr::without_provenance_mut(token)
 }
 
 /// Table size when `expected_entries` is 0.
@@ -234,10 +163,10 @@ impl udc_cache {
 /// If `ptr` is a live handle, no thread may destroy it during `'a` (the returned reference
 /// would dangle).
 pub(crate) unsafe fn get<'a>(ptr: *const udc_cache) -> Result<&'a udc_cache, c_int> {
-    let (_, _, cache) = live(ptr)?;
-    // SAFETY: a live slot's pointer came from `Box::into_raw` in `udc_cache_new` and stays
+    let cache = TABLE.live(ptr.addr())?;
+    // SAFETY: a live slot's pointer came from `Box::leak` in `udc_cache_new` and stays
     // valid until `udc_cache_destroy` of this handle, which the caller rules out during 'a;
-    // its contents are visible to this thread (the Acquire load in `live`).
+    // its contents are visible to this thread (the check's Acquire load, see `table.rs`).
     Ok(unsafe { cache.as_ref() })
 }
 
@@ -278,7 +207,10 @@ pub unsafe extern "C" fn udc_config_init(cfg: *mut udc_config) {
 ///
 /// The handle is an opaque token, never NULL and never reused: after `udc_cache_destroy`, the
 /// old handle is refused with `-EBADF` by every function, even once later caches were made.
-/// At most 1024 caches are live at once.
+/// At most 1024 caches are live at once. Another thread may use the handle once it got it
+/// in a way ordered after this call returned (a mutex, thread creation, a release store read
+/// by an acquire load), as it would a pointer to memory: a handle read through an unordered
+/// (relaxed) channel may still be refused with `-EBADF` there.
 ///
 /// Returns 0, or `-EINVAL` (`out` NULL; `cfg->size` smaller than this library's
 /// `sizeof(struct udc_config)`; an unknown `unlink_policy`; a size over 2^28), `-ENOMEM` (the
@@ -297,38 +229,18 @@ pub unsafe extern "C" fn udc_cache_new(cfg: *const udc_config, out: *mut *mut ud
         let defaults = udc_config::defaults();
         // SAFETY: NULL (then the defaults) or a udc_config (the caller's contract).
         let cfg = if cfg.is_null() { &defaults } else { unsafe { args::input(cfg) }? };
-        let cache = Box::into_raw(Box::new(udc_cache::new(cfg)?));
-        match claim(cache) {
-            Some(handle) => {
-                out.write(handle);
+        let cache = NonNull::from(Box::leak(Box::new(udc_cache::new(cfg)?)));
+        match TABLE.claim(cache) {
+            Some(token) => {
+                out.write(handle(token));
                 Ok(0)
             }
             None => {
-                // SAFETY: `cache` came from `Box::into_raw` above and no slot holds it.
-                drop(unsafe { Box::from_raw(cache) });
+                // SAFETY: `cache` came from `Box::leak` above and no slot holds it.
+                drop(unsafe { Box::from_raw(cache.as_ptr()) });
                 Err(libc::EMFILE)
             }
         }
-    })
-}
-
-/// Puts `cache` in a free slot of the table and returns its token, or `None` if every slot is
-/// taken.
-fn claim(cache: *mut udc_cache) -> Option<*mut udc_cache> {
-    TABLE.iter().enumerate().find_map(|(index, slot)| {
-        // Release: publishes the box's contents to `live`, whose Acquire load reads this
-        // pointer. Acquire: pairs with the Release swap in `udc_cache_destroy` that emptied
-        // the slot, so its generation bump (made before that swap) is visible below.
-        // Relaxed on failure: the slot is taken; nothing was read.
-        let claimed = slot.cache.compare_exchange(
-            ptr::null_mut(),
-            cache,
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
-        // Relaxed: ordered by the Acquire of the claim (see there); the generation changes
-        // only at a destroy of this slot's token, which no one holds before it is returned.
-        claimed.is_ok().then(|| token(index, slot.generation.load(Ordering::Relaxed)))
     })
 }
 
@@ -344,29 +256,11 @@ fn claim(cache: *mut udc_cache) -> Option<*mut udc_cache> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_cache_destroy(cache: *mut udc_cache) {
     ffi_void(|| {
-        let Ok((slot, generation, _)) = live(cache) else { return };
-        // Relaxed: only one of two destroys of the handle wins this compare-and-swap (a single
-        // location's modification order); the swap below publishes the bump.
-        let bumped = slot.generation.compare_exchange(
-            generation,
-            generation + 1,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
-        if bumped.is_err() {
-            return;
-        }
-        // A generation no token can carry: the slot is retired instead of freed.
-        let empty = if generation < GEN_MAX { ptr::null_mut() } else { retired() };
-        // Release: pairs with the Acquire of the claim in `udc_cache_new` (and of `live`), so
-        // whoever sees the slot empty (or retired) sees the generation bumped. Acquire: pairs
-        // with the Release of the claim that published the box, which is freed below.
-        let boxed = slot.cache.swap(empty, Ordering::AcqRel);
-        // SAFETY: the slot held this handle's box (checked by `live`, and the generation
-        // compare-and-swap made this call its only destroyer); it came from `Box::into_raw`
-        // in `udc_cache_new`, no slot holds it any more, and no other thread uses it (the
-        // caller's contract).
-        drop(unsafe { Box::from_raw(boxed) });
+        let Some(boxed) = TABLE.release(cache.addr()) else { return };
+        // SAFETY: the slot held this handle's box, which came from `Box::leak` in
+        // `udc_cache_new`; the release emptied the slot and gave the box to this call alone,
+        // and no other thread uses it (the caller's contract).
+        drop(unsafe { Box::from_raw(boxed.as_ptr()) });
         collect_garbage();
     })
 }
@@ -411,7 +305,10 @@ pub(crate) mod tests {
     use super::*;
     use crate::lookup::{UDC_MISS, UDC_NEGATIVE, udc_lookup};
     use crate::ops::{udc_add_negative, udc_shrink};
+    use crate::table::FIRST_GEN;
     use crate::types::udc_entry;
+
+    type Table = HandleTable<udc_cache, SLOTS>;
 
     /// A new small cache, for the tests of the entry points.
     pub(crate) fn small_cache() -> *mut udc_cache {
@@ -448,15 +345,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn tokens_are_odd_and_decode_to_their_slot_and_generation() {
-        for (index, generation) in [(0, FIRST_GEN), (SLOTS - 1, FIRST_GEN), (5, GEN_MAX)] {
-            let t = token(index, generation);
-            assert_eq!(t.addr() & 1, 1);
-            assert_eq!(decode(t), Ok((index, generation)));
-        }
-    }
-
-    #[test]
     fn a_destroyed_handle_is_ebadf_and_the_next_cache_works() {
         let a = small_cache();
         assert_eq!(add(a, b"a"), 0);
@@ -466,9 +354,10 @@ pub(crate) mod tests {
         assert_ne!(a, b);
         // `a`, and whatever handle b's slot had before or will have next: a destroyed handle
         // whose slot `b` now holds is refused whichever slot the claim took.
-        let (index, generation) = decode(b).unwrap();
+        let (index, generation) = Table::decode(b.addr()).unwrap();
         let other = if generation > FIRST_GEN { generation - 1 } else { generation + 2 };
-        for stale in [a, token(index, other), token(index, generation + 1)] {
+        let near = [other, generation + 1].map(|g| handle(Table::token(index, g)));
+        for stale in [a].into_iter().chain(near) {
             refused(stale);
         }
         assert_eq!(look(b, b"via-stale"), UDC_MISS); // nothing went to b
@@ -513,7 +402,7 @@ pub(crate) mod tests {
             ptr::without_provenance_mut(1),          // generation 0: never issued
             ptr::without_provenance_mut(3),
             ptr::without_provenance_mut(usize::MAX),
-            token(7, GEN_MAX),
+            handle(Table::token(7, Table::GEN_MAX)),
         ];
         for g in garbage {
             refused(g);
@@ -523,29 +412,6 @@ pub(crate) mod tests {
         assert_eq!(memory, [0; 8]);
     }
 
-    #[test]
-    fn a_slot_whose_generation_runs_out_is_retired() {
-        let cache = small_cache();
-        let (index, _) = decode(cache).unwrap();
-        let slot = &TABLE[index];
-        // Relaxed: this thread holds the slot (the token is not shared); the handle it makes
-        // is the slot's last.
-        slot.generation.store(GEN_MAX, Ordering::Relaxed);
-        refused(cache);
-        let last = token(index, GEN_MAX);
-        assert_eq!(add(last, b"x"), 0);
-        // SAFETY: `last` is live and used by this thread only.
-        unsafe { udc_cache_destroy(last) };
-        refused(last);
-        // Acquire: pairs with the destroy's Release swap (the same thread: for form's sake).
-        assert_eq!(slot.cache.load(Ordering::Acquire), retired());
-        // Relaxed: ordered by the Acquire load above.
-        assert_eq!(slot.generation.load(Ordering::Relaxed), GEN_MAX + 1);
-        let other = small_cache();
-        assert_ne!(decode(other).unwrap().0, index); // never claimed again
-        // SAFETY: `other` is live and used by this thread only.
-        unsafe { udc_cache_destroy(other) };
-    }
     #[test]
     fn handles_made_and_destroyed_on_many_threads_never_cross() {
         const THREADS: usize = 4;

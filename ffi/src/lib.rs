@@ -38,6 +38,8 @@ pub mod ops;
 pub mod readdir;
 pub mod reval;
 pub mod stats;
+mod sync;
+mod table;
 pub mod types;
 
 /// The library version as a NUL-terminated string, e.g. `"0.1.0"`. The pointer refers to
