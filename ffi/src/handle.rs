@@ -14,8 +14,9 @@
 //! - `udc_cache_destroy` releases the token (of two destroys of one handle, only one gets the
 //!   box back) and drops the box. A stale or repeated destroy is ignored.
 //!
-//! What the table cannot catch is a use of a handle *during* its destroy (the handle is then
-//! live when checked, freed while used): `udc_cache_destroy` must be the last call on a handle.
+//! What the table cannot catch is a use of a handle not ordered after its destroy (a call on
+//! another thread while it runs: the handle is live when checked, freed while used):
+//! `udc_cache_destroy` must be the last call on a handle.
 
 use std::ffi::{c_char, c_int};
 use std::ptr::{self, NonNull};

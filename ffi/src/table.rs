@@ -8,34 +8,38 @@
 //!   real, aligned object). Generations start at [`FIRST_GEN`], so no small odd number is a
 //!   live token. The table never dereferences what a slot points at: it only hands the
 //!   pointer back.
-//! - **States of a slot**, in order: `(object, g)` → `(BUSY, g)` → `(BUSY, g + 1)` →
-//!   `(null, g + 1)` → `(next object, g + 1)` → ... A release takes the object out *before* it
-//!   bumps the generation, and empties the slot only after: no state pairs an object with a
-//!   generation other than its own, so a check cannot accept a token of the next generation
-//!   (one not handed out yet: forged, or read through an unordered channel) for the object
-//!   being released.
-//! - **Claim** ([`HandleTable::claim`]): a compare-and-swap of a slot's pointer from null to the
-//!   object, AcqRel. Release publishes the object's contents to every check that loads it;
-//!   Acquire pairs with the Release store that emptied the slot, so the generation the claim
-//!   then reads (Relaxed) is the one that release bumped to.
+//! - **States of a slot**, in order: `(null, g)` → claim: `(BUSY, g)` → `(object, g)` →
+//!   release: `(object, LOCKED)` → `(BUSY, LOCKED)` → `(BUSY, g + 1)` → `(null, g + 1)` → ...
+//!   A release takes the object out *before* it stores the next generation, and empties the
+//!   slot only after; a claim reads the generation while the slot is BUSY, before it stores
+//!   the object. So no state pairs an object with a generation other than its own: a check
+//!   cannot accept a token of the next generation (not handed out yet: forged, or read
+//!   through an unordered channel) for the object being released, nor can a release of such
+//!   a token take an object whose claim has not read its generation yet.
+//! - **Claim** ([`HandleTable::claim`]): a compare-and-swap of a slot's pointer from null to
+//!   BUSY (Acquire: pairs with the Release store that emptied the slot, so the generation
+//!   read next, Relaxed, is the one that release stored), then the object stored with
+//!   Release (publishes its contents to every check that loads it).
 //! - **Check** ([`HandleTable::live`]): loads only, so the per-call path writes nothing
-//!   shared. The generation first, with Acquire (pairs with the bump's Release: a check that
-//!   sees a bumped generation sees its slot's object taken out, BUSY or later); then the
-//!   pointer, with Acquire (pairs with the claim's Release: the object's contents are
-//!   visible); then the generation again (Relaxed, after that Acquire): a pointer of a later
-//!   claim comes with a later generation. Both loads must equal the token's generation and
-//!   the pointer be an object, not null or a marker.
-//! - **Release** ([`HandleTable::release`]): the check, then a compare-and-swap of the pointer
-//!   from the object to `BUSY` (Acquire: pairs with the claim whose pointer it takes, which
-//!   the winner now owns again; of two releases of one token, one wins). While the slot
-//!   is BUSY no one else writes it: the winner checks the generation is still the token's (a
-//!   stale release whose object's address was freed and reused by a newer claim puts the
-//!   pointer back and fails), stores the bumped generation (Release: see the check), then
-//!   empties the slot (Release: see the claim). A slot whose generation would no longer fit in
+//!   shared. The generation first, with Acquire (pairs with a release's Release store of the
+//!   next generation: a check that sees it sees the released object taken out, BUSY or
+//!   later); then the pointer, with Acquire (pairs with the claim's Release store: the
+//!   object's contents are visible, and so is the generation that claim read); then the
+//!   generation again (Relaxed, after that Acquire): a pointer of a later claim comes with a
+//!   later generation. Both loads must equal the token's generation and the pointer be an
+//!   object, not null or a marker.
+//! - **Release** ([`HandleTable::release`]): the check, then a compare-and-swap of the
+//!   generation from the token's to [`LOCKED`], which no token carries: generations never
+//!   repeat, so of any number of releases of one token, stale ones included, exactly one
+//!   wins, and none can win once the slot moved on (Relaxed: the winner owns the object, whose
+//!   contents the check's Acquire load of the pointer made visible). The winner then stores
+//!   BUSY (Relaxed: published by the next store), the next generation (Release: see the
+//!   check) and null (Release: see the claim). A slot whose generation would no longer fit in
 //!   a token is *retired* instead of emptied: a marker that no claim replaces and no check
 //!   accepts.
-//! - What a table cannot catch is a use of a token *during* its release: the check passes,
-//!   then the object is freed under the user. The caller's contract rules that out.
+//! - What a table cannot catch is a use of a token not ordered after its release (a use
+//!   while another thread destroys the handle): the check may pass, then the object is freed
+//!   under the user. The caller's contract rules that out.
 //!
 //! Models: `ffi/tests/loom_handles.rs` (this file included under loom, whose atomics
 //! [`crate::sync`] then names) explores claim, check and release racing; `handle.rs` tests the
@@ -48,6 +52,10 @@ use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// The generation of a slot never used: tokens never carry 0.
 pub(crate) const FIRST_GEN: usize = 1;
+
+/// The generation of a slot while its release runs: above every generation a token can carry
+/// (and above a retired slot's), so no check accepts it and no other release matches it.
+const LOCKED: usize = usize::MAX;
 
 /// One slot: the object (null while free, or a marker) and its generation.
 struct Slot<T> {
@@ -74,7 +82,7 @@ impl<T> Slot<T> {
     }
 }
 
-/// The pointer of a slot being released: odd, so never an object's address (see
+/// The pointer of a slot being claimed or released: odd, so never an object's address (see
 /// [`HandleTable::new`]'s check of `T`'s alignment).
 fn busy<T>() -> *mut T {
     ptr::without_provenance_mut(1)
@@ -132,17 +140,26 @@ impl<T, const SLOTS: usize> HandleTable<T, SLOTS> {
     /// Puts `object` in a free slot and returns its token, or `None` if every slot is taken.
     pub(crate) fn claim(&self, object: NonNull<T>) -> Option<usize> {
         self.slots.iter().enumerate().find_map(|(index, slot)| {
-            // AcqRel: see the module rules (Release publishes `object`; Acquire sees the bump
-            // of the release that emptied the slot). Relaxed on failure: nothing was read.
+            // Acquire: pairs with the Release store that emptied the slot (see the module
+            // rules). Relaxed on failure: the slot is taken; nothing was read.
             let claimed = slot.object.compare_exchange(
                 ptr::null_mut(),
-                object.as_ptr(),
-                Ordering::AcqRel,
+                busy(),
+                Ordering::Acquire,
                 Ordering::Relaxed,
             );
-            // Relaxed: ordered by the claim's Acquire; the generation changes only at a
-            // release of this slot's token, which no one holds before it is returned.
-            claimed.is_ok().then(|| Self::token(index, slot.generation.load(Ordering::Relaxed)))
+            claimed.ok()?;
+            // A release of a guessed token that ran here would take the object if it were in
+            // the slot already; loom does not run another thread between a compare-and-swap
+            // and a load of another location by itself, so the models need this point.
+            crate::sync::scheduling_point();
+            // Relaxed: ordered by the Acquire above; while the slot is BUSY no release can
+            // change it (every check refuses BUSY).
+            let generation = slot.generation.load(Ordering::Relaxed);
+            // Release: publishes the object's contents, and the generation just read, to the
+            // checks' Acquire loads of the pointer.
+            slot.object.store(object.as_ptr(), Ordering::Release);
+            Some(Self::token(index, generation))
         })
     }
 
@@ -178,26 +195,17 @@ impl<T, const SLOTS: usize> HandleTable<T, SLOTS> {
     /// refused from then on, whatever later claims put in the slot.
     pub(crate) fn release(&self, token: usize) -> Option<NonNull<T>> {
         let (slot, generation, object) = self.checked(token).ok()?;
-        // Acquire: pairs with the Release of the claim (or of a stale release's putting back)
-        // whose pointer this reads: the one the check read, or a later claim of an object at
-        // the same address, whose generation the load below must then see. Relaxed on
-        // failure: another release won; nothing was read. Of two releases of the token, one
-        // wins.
-        let taken = slot.object.compare_exchange(
-            object.as_ptr(),
-            busy(),
-            Ordering::Acquire,
+        // Relaxed: the winner is decided by the generation's modification order alone, and
+        // it already sees the object's contents (the check's Acquire load of the pointer).
+        let locked = slot.generation.compare_exchange(
+            generation,
+            LOCKED,
+            Ordering::Relaxed,
             Ordering::Relaxed,
         );
-        taken.ok()?;
-        // Relaxed: the slot is BUSY, so no one else writes the generation; the Acquire above
-        // ordered this load after the claim whose pointer it took.
-        if slot.generation.load(Ordering::Relaxed) != generation {
-            // A newer object at the address of this stale token's: not this call's to end.
-            // Release: republishes it (its claim's writes came before this thread's Acquire).
-            slot.object.store(object.as_ptr(), Ordering::Release);
-            return None;
-        }
+        locked.ok()?;
+        // Relaxed: published by the Release store of the generation below.
+        slot.object.store(busy(), Ordering::Relaxed);
         // Release: pairs with the check's first (Acquire) load; the object was taken out
         // before it.
         slot.generation.store(generation + 1, Ordering::Release);
