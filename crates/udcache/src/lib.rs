@@ -147,9 +147,18 @@
 //! (in a tree, the older ones are the ancestors, which every walk reads anyway); a walk's
 //! answer carries the leaf's number from its dentry ([`Named`]), so the caller does not load
 //! the inode for it; and the next component is hashed while the current step waits on memory.
-//! What remains is the footprint: a dentry entry is 120 bytes, papaya's node and name about 80,
-//! and when other tenants of the host contend for the caches udcache's walk slows more than
-//! papaya's (udcache 86–189 ns per component over those runs, papaya 87–140). A dentry's
+//! What remains is the footprint: a dentry entry is 120 bytes (128 in its pool), papaya's node
+//! and name about 80, and when other tenants of the host contend for the caches udcache's walk
+//! slows more than papaya's (udcache 86–189 ns per component over those runs, papaya 87–140).
+//! Walked alone (one structure per process, one thread, random leaves), udcache matches papaya
+//! while the tree fits in the caches and falls behind as it outgrows them: 1.1 times papaya's
+//! time per component at 1,554 names, 1.0 at 9,330, 1.6 at 55,986 (the benchmark's tree), 2.2
+//! at 335,922 (medians of alternating runs). Nine tenths of a step's time are then two loads that miss, the bucket head
+//! and the dentry's first line; the instructions are at parity. The benchmark, whose variants
+//! run interleaved in one process, reads nearer 1 because the other trees evict papaya's lines
+//! too. Closing the gap means touching fewer bytes per step — a one-line dentry for short
+//! names, its LRU link, counts and pool pointer kept elsewhere, or pools and tables on huge
+//! pages — and is not done. A dentry's
 //! sequence count covers its inode and validity word, not its place in the tree: a rename makes
 //! a new dentry, and walks are validated by the global rename sequence, which is coarser than
 //! the kernel's per-dentry check (any rename sends overlapping walks to the fallback).
