@@ -401,6 +401,23 @@ impl Model {
         }
     }
 
+    /// The name just below directory `ino` on the climb by names from directory `start`, if
+    /// `ino` is above it.
+    fn link_below(&self, ino: u64, start: u64) -> Option<Key> {
+        let mut at = start;
+        for _ in 0..4096 {
+            if at == ROOT_INO {
+                return None;
+            }
+            let (parent, name) = self.aliases(at).pop_last()?;
+            if parent == ino {
+                return Some((parent, name));
+            }
+            at = parent;
+        }
+        None
+    }
+
     fn resolve(&mut self, parent: u64, name: &[u8], fs: &ModelFs) -> Result<Resolved, Error> {
         validate_name(name)?;
         match self.dentries.get(&(parent, name.to_vec())) {
@@ -417,11 +434,20 @@ impl Model {
             Ok(None) => self.add_negative(parent, name).map(|()| Resolved::Negative),
             Ok(Some(spec)) => match self.add(parent, name, spec) {
                 // A directory cached under another name was renamed behind the cache: its
-                // name moves here, and the answer counts a lookup as any found answer does.
+                // name moves here (the old one dropped; a cached name below it on the way to
+                // `parent` dropped first), and the answer counts a lookup as any found
+                // answer does. Named inside itself: refused.
                 Err(Error::DirectoryAlias(ino)) if ino != ROOT_INO => {
-                    let (old_parent, old_name) =
-                        self.aliases(ino).pop_first().expect("an alias is a name");
-                    self.rename((old_parent, &old_name), (parent, name), Mode::Replace)?;
+                    if parent == ino {
+                        return Err(Error::DirectoryAlias(ino));
+                    }
+                    let old = self.aliases(ino).pop_first().expect("an alias is a name");
+                    if let Some(link) = self.link_below(ino, parent) {
+                        self.dentries.remove(&link);
+                    }
+                    self.dentries.remove(&old);
+                    self.dentries.insert((parent, name.to_vec()), Some(ino));
+                    self.inodes.get_mut(&ino).expect("cached").parent = parent;
                     self.count_lookup(ino)?;
                     Ok(Resolved::Found(spec))
                 }

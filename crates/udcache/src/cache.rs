@@ -407,20 +407,6 @@ impl Dcache {
         self.word(parent, self.timeouts.of(negative), asked)
     }
 
-    /// Marks the dentry `(parent, name)` expired if `parent` changed since generation `asked`
-    /// (read before the filesystem was asked about it): what [`Dcache::word`] does for an
-    /// answer it files, for one that a rename filed instead.
-    pub(crate) fn expire_if_changed(&self, (parent, name): (u64, &[u8]), asked: u32) {
-        let now = self.dir_gen_now(parent);
-        if now == asked {
-            return;
-        }
-        let names = self.lock_names((parent, name), None);
-        if let Some(dentry) = self.dentry(parent, name) {
-            dentry.set_validity(self.word_at(now, self.timeouts.of(false), Some(asked)), &names);
-        }
-    }
-
     /// The current generation of directory `parent` (0 if it is not cached).
     pub(crate) fn dir_gen_now(&self, parent: u64) -> u32 {
         let guard = epoch::pin();

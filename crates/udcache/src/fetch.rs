@@ -34,8 +34,8 @@ use crate::cache::{Dcache, Lookup};
 use crate::error::Error;
 use crate::inode::InodeSpec;
 use crate::name::validate_name;
-use crate::rename::RenameMode;
 use crate::reval::{Cached, Revalidate, Settled};
+use crate::splice::Spliced;
 use crate::stats::Event;
 use crate::sync::{Condvar, Mutex, lock};
 
@@ -198,12 +198,15 @@ impl Dcache {
     /// with it; balance it with [`forget`](Self::forget)).
     ///
     /// A directory the filesystem names here while the cache holds it under another name was
-    /// renamed behind the cache: its cached name is moved here, with what is cached below it
-    /// (one rename section, as [`rename`](Self::rename) makes).
+    /// renamed behind the cache: its cached name is moved here, with what is cached below it,
+    /// in one rename section, and the old name is dropped. If `parent` is cached below that
+    /// directory, the cached name just below the directory on the way is dropped first: the
+    /// answer shows it stale, and the move then closes no cycle.
     ///
     /// Errors: a bad name; the filesystem's errno ([`Error::Backend`]), or an error filing its
     /// answer (e.g. a parent that is not a cached directory; [`Error::DirectoryAlias`] for the
-    /// root, or for a directory whose name kept changing while its answer was filed).
+    /// root, for a directory named inside itself, or for a directory whose name kept changing
+    /// while its answer was filed).
     ///
     /// ```
     /// use udcache::{Config, Dcache, FileType, Filesystem, InodeSpec, Resolved, ROOT_INO};
@@ -331,28 +334,22 @@ impl Dcache {
 
     /// Files the filesystem's answer `spec` for `(parent, name)`, asked under `generation`.
     /// A directory the cache holds under another name was moved there behind the cache (a
-    /// rename on the server): its cached name moves too, as a [`rename`](Dcache::rename)
-    /// would move it, keeping what is cached below it.
+    /// rename on the server): its cached name moves too, keeping what is cached below it
+    /// (see [`crate::splice`]).
     fn file_found(&self, parent: u64, name: &[u8], spec: InodeSpec, generation: u32) -> Settle {
         // A few tries: the old name may go (or come) while this runs; each retry means that
         // another writer changed it meanwhile.
         for _ in 0..3 {
-            match self.file_positive(parent, name, spec, Some(generation), false) {
-                // Filed, or filed by a racing `add` meanwhile.
-                Ok(()) | Err(Error::Exists) => return Ok(Some(Resolved::Found(spec))),
+            let filed = match self.file_positive(parent, name, spec, Some(generation), false) {
                 Err(Error::DirectoryAlias(ino)) if ino != crate::ROOT_INO => {
-                    let old = self.inode_arc(ino).and_then(|i| i.aliases().pop());
-                    let Some((old_parent, old_name)) = old else { continue };
-                    match self.rename(old_parent, &old_name, parent, name, RenameMode::Replace) {
-                        Ok(()) => {
-                            self.expire_if_changed((parent, name), generation);
-                            return Ok(Some(Resolved::Found(spec)));
-                        }
-                        // Unlinked or moved again meanwhile: file the answer afresh.
-                        Err(Error::NotFound) => continue,
-                        Err(e) => return Err(e),
-                    }
+                    self.splice(ino, (parent, name), generation)
                 }
+                filed => filed.map(|()| Spliced::Done),
+            };
+            match filed {
+                // Filed, or filed by a racing `add` meanwhile (which stands).
+                Ok(Spliced::Done) | Err(Error::Exists) => return Ok(Some(Resolved::Found(spec))),
+                Ok(Spliced::Retry) => continue,
                 Err(e) => return Err(e),
             }
         }

@@ -177,6 +177,7 @@ mod recycle;
 pub mod rename;
 pub mod reval;
 mod seq;
+mod splice;
 mod stats;
 mod sync;
 pub mod tree;

@@ -6,8 +6,9 @@
 //!   writer is inside a write section and grows by 2 per section; only the holder of the rename
 //!   lock opens a section (`WriteSection`: the lock held, as a type).
 //! - **What opens a section**: every operation that can change which inode a *directory* step of
-//!   a path resolves to — `rename` (always), `unlink` of a directory, and `forget` that drops a
-//!   directory's names. Changes to leaves (add, unlink or forget of a non-directory, add of any
+//!   a path resolves to — `rename` (always), `resolve`'s move of a directory renamed behind the
+//!   cache (`splice.rs`), `unlink` of a directory, and `forget` that drops a directory's
+//!   names. Changes to leaves (add, unlink or forget of a non-directory, add of any
 //!   name) open none: a walk reads each leaf with a single atomic lookup, which is a state at
 //!   one instant by itself. The last `forget` of a non-directory takes the rename lock without
 //!   a section: the names it drops must not be moved by a rename meanwhile.

@@ -284,8 +284,9 @@ impl Dcache {
         Ok(())
     }
 
-    /// Drops the positive dentry `(parent, name)`, if it is one; returns its inode.
-    fn drop_name(&self, parent: u64, name: &[u8]) -> Option<InodeRef> {
+    /// Drops the positive dentry `(parent, name)`, if it is one; returns its inode. A
+    /// directory's name is dropped only inside a rename section.
+    pub(crate) fn drop_name(&self, parent: u64, name: &[u8]) -> Option<InodeRef> {
         let names = self.lock_names((parent, name), None);
         let found = self.dentry(parent, name)?;
         let inode = self.detach_checked(&found, &names)?;
