@@ -435,7 +435,8 @@ impl Model {
             Ok(Some(spec)) => match self.add(parent, name, spec) {
                 // A directory cached under another name was renamed behind the cache: its
                 // name moves here (the old one dropped; a cached name below it on the way to
-                // `parent` dropped first), and the answer counts a lookup as any found
+                // `parent` dropped first, disconnecting the directory it named), and the
+                // answer counts a lookup as any found
                 // answer does. Named inside itself: refused.
                 Err(Error::DirectoryAlias(ino)) if ino != ROOT_INO => {
                     if parent == ino {
@@ -443,7 +444,10 @@ impl Model {
                     }
                     let old = self.aliases(ino).pop_first().expect("an alias is a name");
                     if let Some(link) = self.link_below(ino, parent) {
-                        self.dentries.remove(&link);
+                        // The directory below is disconnected: its `..` is itself.
+                        if let Some(Some(below)) = self.dentries.remove(&link) {
+                            self.inodes.get_mut(&below).expect("cached").parent = below;
+                        }
                     }
                     self.dentries.remove(&old);
                     self.dentries.insert((parent, name.to_vec()), Some(ino));

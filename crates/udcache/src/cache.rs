@@ -60,7 +60,7 @@ use crate::name::validate_name;
 use crate::recycle::InodeRef;
 use crate::rename::{RenameHold, RenameSeq};
 use crate::stats::{Event, Events, Stats};
-use crate::sync::{Mutex, lock};
+use crate::sync::{Mutex, MutexGuard, lock};
 use crate::tree::DirState;
 use crate::valid::{Reason, Timeouts, Validity};
 
@@ -228,6 +228,11 @@ pub(crate) struct Stale<'g> {
     pub(crate) inode: Option<&'g Inode>,
     pub(crate) word: Validity,
     pub(crate) reason: Reason,
+}
+
+/// The inode stripes a rename section holds across a move (see [`Dcache::lock_moving`]).
+pub(crate) struct MovingLock<'a> {
+    _guards: (MutexGuard<'a, ()>, Option<MutexGuard<'a, ()>>),
 }
 
 /// A directory-entry cache: names, inodes and remembered misses, read without locks.
@@ -459,7 +464,24 @@ impl Dcache {
     }
 
     fn lock_inode(&self, ino: u64) -> InodeLock<'_> {
-        InodeLock { _guard: lock(&self.inode_locks[(ino % STRIPES as u64) as usize]) }
+        InodeLock { _guard: lock(&self.inode_locks[Self::inode_stripe(ino)]) }
+    }
+
+    fn inode_stripe(ino: u64) -> usize {
+        (ino % STRIPES as u64) as usize
+    }
+
+    /// Locks the inode stripes of `a` and `b` (ascending, a shared stripe once). A rename
+    /// section holds them across a move of the names of inodes `a` and `b`: `add` checks under
+    /// an inode's stripe that a directory has no name yet, so it cannot give a directory a
+    /// second name while it is between its old name and its new one.
+    pub(crate) fn lock_moving(&self, a: u64, b: Option<u64>) -> MovingLock<'_> {
+        let sa = Self::inode_stripe(a);
+        let Some(sb) = b.map(Self::inode_stripe).filter(|&sb| sb != sa) else {
+            return MovingLock { _guards: (lock(&self.inode_locks[sa]), None) };
+        };
+        let first = lock(&self.inode_locks[sa.min(sb)]);
+        MovingLock { _guards: (first, Some(lock(&self.inode_locks[sa.max(sb)]))) }
     }
 
     /// Checks that `ino` is a cached directory.

@@ -12,7 +12,9 @@
 //!   name) open none: a walk reads each leaf with a single atomic lookup, which is a state at
 //!   one instant by itself. The last `forget` of a non-directory takes the rename lock without
 //!   a section: the names it drops must not be moved by a rename meanwhile.
-//! - **Lock order**: rename lock, then an inode stripe lock, then name stripe locks (ascending),
+//! - **Lock order**: rename lock, then inode stripe locks (ascending; a move holds the stripes
+//!   of the inodes it names anew, so `add` cannot name a moving directory twice), then name
+//!   stripe locks (ascending),
 //!   then an inode's alias list, then neghash's bucket and LRU locks.
 //! - **What a lockless walker may observe**: any mixture of states while a section is open; it
 //!   notices by reading `seq` before (`read_begin`, refusing an odd value) and after
@@ -27,6 +29,7 @@
 
 use udcache_neghash::epoch::Guard;
 
+use crate::cache::{Lookup, MovingLock};
 use crate::dentry::{DentryWrites, NameLock};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering, fence, lock};
 
@@ -185,7 +188,10 @@ impl crate::Dcache {
             return Ok(());
         }
         let section = self.write_section();
-        let names = self.lock_names(from, Some(to));
+        // Again inside: the last forget of a directory opens a section, so `new_parent` stays
+        // cached until this one closes.
+        self.check_dir(new_parent)?;
+        let (names, _moving) = self.lock_move(&guard, from, to, mode);
         if !self.rename_allowed(&guard, from, to, mode)? {
             return Ok(());
         }
@@ -198,6 +204,36 @@ impl crate::Dcache {
         crate::listing::changed(self, old_parent, None);
         crate::listing::changed(self, new_parent, None);
         Ok(())
+    }
+
+    /// Inside a rename section: the name locks of `from` and `to` and the inode stripes of
+    /// the inodes whose names the rename moves (the source's, and with
+    /// [`RenameMode::Exchange`] the target's), read again under the name locks until they
+    /// are the ones locked (`add` of a file or of a nameless directory changes a name without
+    /// the rename lock).
+    fn lock_move(
+        &self,
+        guard: &Guard,
+        from: (u64, &[u8]),
+        to: (u64, &[u8]),
+        mode: RenameMode,
+    ) -> (NameLock<'_>, Option<MovingLock<'_>>) {
+        let moving = |g: &Guard| {
+            let ino = |(p, n): (u64, &[u8])| match self.step(g, p, n) {
+                Lookup::Hit(i) => Some(i.ino()),
+                _ => None,
+            };
+            (ino(from), if mode == RenameMode::Exchange { ino(to) } else { None })
+        };
+        loop {
+            let seen = moving(guard);
+            // Nothing positive to move: the caller's check refuses the rename.
+            let inodes = seen.0.map(|a| self.lock_moving(a, seen.1));
+            let names = self.lock_names(from, Some(to));
+            if moving(guard) == seen {
+                return (names, inodes);
+            }
+        }
     }
 
     /// The move of a rename: `from` (positive) leaves, `to` names its inode.

@@ -19,15 +19,22 @@
 //! - A move below itself: if the new parent is cached below the directory (by names), one
 //!   of the cached names between them is stale — the filesystem says the new parent is not
 //!   below it. The name just below the directory on that path is dropped first, in the same
-//!   section, so the move closes no cycle; the directory it named stays cached, nameless
-//!   (its `..` still says where it was) until a lookup names it again.
-//! - Lock order as for a rename: the rename lock (the section), then name stripe locks; the
-//!   dropped link's name lock is taken and released before both names' locks are taken.
+//!   section, so the move closes no cycle; the directory it named stays cached, nameless and
+//!   disconnected (its `..` is itself, as a disconnected dentry's is in Linux) until a lookup
+//!   names it again.
+//! - Inside the section the new parent is checked to be a cached directory again (its last
+//!   forget would need a section), and the directory's inode stripe is held across the move,
+//!   so `add`, which checks under it that a directory has no name, cannot give it a second one
+//!   while it is between its names.
+//! - Lock order as for a rename: the rename lock (the section), the directory's inode stripe,
+//!   then name stripe locks; the dropped link's name lock is taken and released before both
+//!   names' locks are taken.
 
 use udcache_neghash::epoch;
 
 use crate::cache::{Dcache, Lookup};
 use crate::error::Error;
+use crate::inode::Inode;
 use crate::{ROOT_INO, UnlinkPolicy};
 
 /// How far [`Dcache::link_below`] climbs: deeper than any real tree, and an end to a climb
@@ -60,20 +67,48 @@ impl Dcache {
         if from == to {
             return Ok(Spliced::Done);
         }
-        let guard = epoch::pin();
         let section = self.write_section();
+        // Inside the section: the last forget of a directory opens one, so `to.0` stays
+        // cached until it closes.
+        self.check_dir(to.0)?;
+        let moving = self.lock_moving(ino, None);
         let cut = self.link_below(ino, to.0);
         if let Some((parent, name)) = &cut {
-            // Still positive, or dropped meanwhile: either way no longer a link.
-            drop(self.drop_name(*parent, name));
+            // Dropped meanwhile, or by this call: either way no longer a link. The directory
+            // it named is disconnected: its `..` is itself until a lookup names it again.
+            if let Some(below) = self.drop_name(*parent, name) {
+                below.set_parent(below.ino());
+            }
         }
+        let moved = self.move_spliced(&inode, from, to, asked);
+        drop((moving, section));
+        let mut changed: Vec<u64> = cut.iter().map(|(parent, _)| *parent).collect();
+        if moved == Ok(Spliced::Done) {
+            changed.extend([from.0, to.0]);
+        }
+        for parent in changed {
+            crate::listing::changed(self, parent, None);
+        }
+        moved
+    }
+
+    /// The move itself, under the section and the directory's stripe: checked under the name
+    /// locks (see the module rules).
+    fn move_spliced(
+        &self,
+        inode: &Inode,
+        from: (u64, &[u8]),
+        to: (u64, &[u8]),
+        asked: u32,
+    ) -> Result<Spliced, Error> {
+        let guard = epoch::pin();
         let names = self.lock_names(from, Some(to));
         match self.step(&guard, from.0, from.1) {
-            Lookup::Hit(now) if std::ptr::eq(now, &*inode) => {}
+            Lookup::Hit(now) if std::ptr::eq(now, inode) => {}
             _ => return Ok(Spliced::Retry),
         }
         match self.step(&guard, to.0, to.1) {
-            Lookup::Hit(now) if std::ptr::eq(now, &*inode) => return Ok(Spliced::Done),
+            Lookup::Hit(now) if std::ptr::eq(now, inode) => return Ok(Spliced::Done),
             Lookup::Hit(_) => return Err(Error::Exists),
             _ => {}
         }
@@ -87,11 +122,6 @@ impl Dcache {
         self.name_linked(to, &moved, &names);
         drop(target);
         moved.set_parent(to.0);
-        drop((names, section));
-        let changed = [Some(from.0), Some(to.0), cut.map(|(parent, _)| parent)];
-        for parent in changed.into_iter().flatten() {
-            crate::listing::changed(self, parent, None);
-        }
         Ok(Spliced::Done)
     }
 

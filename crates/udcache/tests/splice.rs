@@ -1,5 +1,7 @@
 //! A directory renamed behind the cache: `resolve` moves its cached name to the one the
-//! filesystem answers (`src/splice.rs`), with what is cached below it, against racing writers.
+//! filesystem answers (`src/splice.rs`), with what is cached below it, against racing writers;
+//! and what such moves share with `rename` (a directory between two names, a new parent
+//! forgotten meanwhile).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -122,6 +124,7 @@ fn a_move_below_itself_drops_the_stale_link_and_closes_no_cycle() {
     assert_eq!(cache.inode(&guard, 2).unwrap().aliases(), [(3, b"a".to_vec())]);
     assert!(cache.inode(&guard, 3).unwrap().aliases().is_empty(), "the stale link is gone");
     assert_eq!(walked(&cache, 3, "a/b"), None, "no cycle");
+    assert_eq!(walked(&cache, 3, ".."), Some(3), "3 is disconnected: its `..` is itself");
     assert_eq!(walked(&cache, ROOT_INO, "a"), None);
     assert_eq!(cache.stats().rename_sections, 1);
     // The next lookups name 3 again, where it is.
@@ -217,4 +220,87 @@ fn a_moved_name_is_not_trusted_after_a_change_announced_meanwhile() {
         wrong.fetch_add(usize::from(trusted), Ordering::Relaxed);
     }
     assert_eq!(wrong.into_inner(), 0, "rounds whose reader trusted the moved name");
+}
+
+/// Every name is directory 2.
+struct AllTwo;
+
+impl Filesystem for AllTwo {
+    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        Ok(Some(dir(2)))
+    }
+}
+
+/// Rounds in which directory 2 (first named `n0` in the root) ended with two names, `moves`
+/// moving it from name to name while another thread tries to `add` it as `x`.
+fn two_names(rounds: usize, moves: impl Fn(&Dcache, usize)) -> usize {
+    let mut wrong = 0;
+    for _ in 0..rounds {
+        let cache = Dcache::new(Config::for_entries(64));
+        cache.add(ROOT_INO, b"n0", dir(2)).unwrap();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) && cache.add(ROOT_INO, b"x", dir(2)).is_err() {
+                    std::hint::spin_loop();
+                }
+            });
+            for i in 0..50 {
+                moves(&cache, i);
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        wrong += usize::from(cache.inode(&epoch::pin(), 2).unwrap().aliases().len() > 1);
+    }
+    wrong
+}
+
+#[test]
+fn a_moving_directory_never_gets_a_second_name() {
+    let name = |i: usize| format!("n{i}").into_bytes();
+    let by_rename = two_names(300, |c, i| {
+        drop(c.rename(ROOT_INO, &name(i), ROOT_INO, &name(i + 1), RenameMode::Replace));
+    });
+    assert_eq!(by_rename, 0, "rounds where rename's moves let an add name it twice");
+    let by_resolve = two_names(300, |c, i| drop(c.resolve(&AllTwo, ROOT_INO, &name(i + 1))));
+    assert_eq!(by_resolve, 0, "rounds where resolve's moves let an add name it twice");
+}
+
+/// Rounds in which `(10, "new")` ended naming directory 2 while directory 10 (forgotten and
+/// added again by another thread meanwhile) does not list it: `moves` filed it under the
+/// number of a directory no longer cached.
+fn filed_under_forgotten(rounds: usize, moves: impl Fn(&Dcache)) -> usize {
+    let mut wrong = 0;
+    for _ in 0..rounds {
+        let cache = Dcache::new(Config::for_entries(64));
+        cache.add(ROOT_INO, b"old", dir(2)).unwrap();
+        cache.add(ROOT_INO, b"p", dir(10)).unwrap();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    drop(cache.forget(10, 1));
+                    drop(cache.add(ROOT_INO, b"p", dir(10)));
+                }
+            });
+            moves(&cache);
+            stop.store(true, Ordering::Relaxed);
+        });
+        drop(cache.add(ROOT_INO, b"p", dir(10)));
+        let listed = cache.children(10).unwrap().iter().any(|c| c.name == b"new");
+        wrong += usize::from(hit(&cache, 10, b"new") == Some(2) && !listed);
+    }
+    wrong
+}
+
+#[test]
+fn a_move_into_a_directory_forgotten_meanwhile_files_nothing_under_its_number() {
+    let into_ten: &[((u64, &[u8]), InodeSpec)] = &[((10, b"new"), dir(2))];
+    let by_rename = filed_under_forgotten(2000, |c| {
+        drop(c.rename(ROOT_INO, b"old", 10, b"new", RenameMode::Replace));
+    });
+    assert_eq!(by_rename, 0, "rounds where rename filed under a forgotten directory");
+    let by_resolve =
+        filed_under_forgotten(2000, |c| drop(c.resolve(&answers(into_ten), 10, b"new")));
+    assert_eq!(by_resolve, 0, "rounds where resolve filed under a forgotten directory");
 }
