@@ -972,11 +972,13 @@ int udc_count_lookup(struct udc_cache *cache, uint64_t ino);
  * Drops the cached entry `name` in `parent` (positive or negative) and, for a directory,
  * every cached entry below it (the filesystem learnt that its copy is out of date). Inodes
  * stay cached until `udc_forget`. The directory's cached listing is marked changed, also
- * when no entry is cached but the listing answers for the name (names it, or is complete
- * and so answers that it does not exist).
+ * when no entry is cached for the name (whatever the listing says of it: a page may name it,
+ * a complete listing answers that it does not exist, a readdir running now may complete the
+ * listing without a name just created).
  *
- * Returns 0, or `-ENOENT` (nothing cached under that name, neither an entry nor a listing's
- * answer; nothing changed), `-EINVAL`, `-ENAMETOOLONG`, `-ESTALE`, `-ENOTDIR`, `-EBADF`.
+ * Returns 0, or `-ENOENT` (nothing cached that could answer for the name: no entry, and no
+ * listing of `parent`; nothing changed), `-EINVAL`, `-ENAMETOOLONG`, `-ESTALE`, `-ENOTDIR`,
+ * `-EBADF`.
  *
  * # Safety
  *

@@ -159,10 +159,11 @@ impl Dcache {
         absent
     }
 
-    /// Whether `dir`'s listing answers for `name` without a dentry: listed, or absent from a
-    /// complete listing (what [`Dcache::invalidate`] must take back where no dentry is).
-    pub(crate) fn listing_knows(&self, dir: u64, name: &[u8]) -> bool {
-        self.listed(dir, name) != udcache_readdir::Lookup::Unknown
+    /// Whether `dir` has a listing: what may answer for a name without a dentry, now (listed,
+    /// or absent from a complete listing) or once a fill running now completes, or a page it
+    /// holds lists the name. [`Dcache::invalidate`] takes it back where no dentry is.
+    pub(crate) fn has_listing(&self, dir: u64) -> bool {
+        self.dir_state(&epoch::pin(), dir).is_some_and(|d| d.listing.get().is_some())
     }
 
     /// A positive dentry `name` filed in `dir`: a creation if the complete listing lacked it,

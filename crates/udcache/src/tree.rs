@@ -219,12 +219,13 @@ impl Dcache {
     /// Drops the dentry `(parent, name)` (and, for a directory, everything cached below it)
     /// so that the next lookup of it misses: the filesystem said it changed behind the cache
     /// (FUSE's `notify_inval_entry`). The inodes stay cached until `forget`. The parent's
-    /// listing is marked changed. A name with no dentry that the listing answers for (listed,
-    /// or absent from a complete listing: a dentry shrunk away, a name never looked up) has
-    /// only the listing marked changed, so the next lookup asks the filesystem.
+    /// listing is marked changed. A name with no dentry (shrunk away, never looked up) in a
+    /// directory with a listing has only the listing marked changed, whatever it says of the
+    /// name (a page may list it; a fill running now may complete it without a name created
+    /// just now), so the next lookup and readdir ask the filesystem.
     ///
-    /// Errors, changing nothing: a bad name; nothing cached under the name, neither a dentry
-    /// nor a listing's answer ([`Error::NotFound`]).
+    /// Errors, changing nothing: a bad name; nothing cached that could answer for the name:
+    /// no dentry, and no listing of `parent` ([`Error::NotFound`]).
     ///
     /// ```
     /// use udcache::{Config, Dcache, FileType, InodeSpec, Lookup, ROOT_INO, epoch};
@@ -253,7 +254,7 @@ impl Dcache {
             // `crate::reval`). Filled just now: look again.
             let _names = self.lock_names((parent, name), None);
             if self.dentry(parent, name).is_none() {
-                return self.invalidate_listed(parent, name);
+                return self.invalidate_listed(parent);
             }
         };
         let _section = dir.is_some().then(|| self.write_section());
@@ -264,7 +265,7 @@ impl Dcache {
                 Some(found) if found.is_negative() => {
                     found.remove();
                 }
-                _ => return self.invalidate_listed(parent, name),
+                _ => return self.invalidate_listed(parent),
             }
         }
         if let Some(top) = dropped.filter(|i| i.kind() == FileType::Directory) {
@@ -275,9 +276,11 @@ impl Dcache {
     }
 
     /// [`Dcache::invalidate`] of a name no dentry holds: only `parent`'s listing may answer
-    /// for it.
-    fn invalidate_listed(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
-        if !self.listing_knows(parent, name) {
+    /// for it. Any listing is marked changed, whatever it says of the name now: an incomplete
+    /// one may hold a page that lists it, or complete itself with a fill that read the
+    /// directory before the change.
+    fn invalidate_listed(&self, parent: u64) -> Result<(), Error> {
+        if !self.has_listing(parent) {
             return Err(Error::NotFound);
         }
         listing::changed(self, parent, None);

@@ -374,9 +374,77 @@ fn invalidate_takes_back_what_a_listing_answers_where_no_dentry_is() {
     fs.entries.lock().unwrap()[0] = "renamed".into();
     cache.invalidate(ROOT_INO, b"e0").unwrap();
     assert!(!list_all(&cache, &dynfs, 16).iter().any(|n| &**n == b"e0"));
-    // Nothing answers for the name once the listing is incomplete: refused.
+    // A directory with no listing and no dentry of the name: nothing answers for it.
+    cache.add(ROOT_INO, b"d", dir(2)).unwrap();
+    assert_eq!(cache.invalidate(2, b"zzz"), Err(Error::NotFound));
+}
+
+#[test]
+fn invalidate_takes_back_a_page_of_an_incomplete_listing() {
+    let (fs, dynfs, cache) = listed_completely(3);
+    fs.entries.lock().unwrap().extend((3..40).map(|i| format!("e{i}")));
     cache.dir_changed(ROOT_INO, None).unwrap();
-    assert_eq!(cache.invalidate(ROOT_INO, b"zzz"), Err(Error::NotFound));
+    // One page read (16 of 40): the listing is incomplete, and its page names e1.
+    let first = cache.readdir(&dynfs, ROOT_INO, 0, 16).unwrap();
+    assert!(!first.eof && first.entries.iter().any(|e| &*e.name == b"e1"));
+    // e1, never looked up, removed behind the cache: no dentry, so unlink has nothing to do,
+    // and invalidate takes the page back.
+    fs.entries.lock().unwrap().retain(|n| n != "e1");
+    assert_eq!(cache.unlink(ROOT_INO, b"e1"), Err(Error::NotFound));
+    cache.invalidate(ROOT_INO, b"e1").unwrap();
+    let again = list_all(&cache, &dynfs, 16);
+    assert_eq!(again.len(), 39);
+    assert!(!again.iter().any(|n| &**n == b"e1"));
+}
+
+/// A `Listed` whose next readdir at cookie 0, once armed, meets the test at `gate` after it
+/// read the directory and again before it returns: the test changes the directory between.
+struct Gated {
+    listed: Listed,
+    armed: std::sync::atomic::AtomicBool,
+    gate: std::sync::Barrier,
+}
+
+impl Filesystem for Gated {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        self.listed.lookup(parent, name)
+    }
+
+    fn readdir(&self, dir: u64, cookie: u64, max: usize) -> Result<Fill, FillError> {
+        let fill = self.listed.readdir(dir, cookie, max);
+        if cookie == 0 && self.armed.swap(false, Ordering::SeqCst) {
+            self.gate.wait();
+            self.gate.wait();
+        }
+        fill
+    }
+}
+
+#[test]
+fn invalidate_during_a_fill_that_read_the_old_directory_keeps_it_uncached() {
+    let listed = Listed {
+        entries: Mutex::new((0..3).map(|i| format!("e{i}")).collect()),
+        verifier: AtomicUsize::new(1),
+        readdirs: AtomicUsize::new(0),
+        lookups: AtomicUsize::new(0),
+    };
+    let fs = Arc::new(Gated { listed, armed: true.into(), gate: std::sync::Barrier::new(2) });
+    let dynfs: Arc<dyn Filesystem> = fs.clone();
+    let cache = Dcache::new(Config::for_entries(1024).with_readdir(64, 16));
+    let announced = std::thread::scope(|s| {
+        let reader = s.spawn(|| cache.readdir(&dynfs, ROOT_INO, 0, 16).unwrap());
+        fs.gate.wait(); // the fill has read e0..e2
+        // Created behind the cache, announced by invalidating the name alone.
+        fs.listed.entries.lock().unwrap().push("c".into());
+        let announced = cache.invalidate(ROOT_INO, b"c");
+        fs.gate.wait();
+        assert_eq!(reader.join().unwrap().entries.len(), 3);
+        announced
+    });
+    // The fill read the directory before the change: it must not complete the listing, which
+    // would then answer that c does not exist.
+    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"c"), Ok(Resolved::Found(s)) if s.ino == 103));
+    assert_eq!(announced, Ok(()));
 }
 
 #[test]
