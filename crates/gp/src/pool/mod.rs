@@ -435,9 +435,10 @@ impl<T: Send + 'static> GpPool<T> {
                 continue;
             };
             let mut sh = lock(&self.shards[home].0);
-            // The stolen cookie has completed and home's front (if any) has not, so putting it
-            // in front keeps cookies in order.
-            sh.push_oldest_batch(batch);
+            // In cookie order: home's front had not completed when `take_parked` looked, but
+            // may have since, and then it is older than the stolen batch.
+            sh.insert_batch(batch);
+            // The front's cookie is no newer than the stolen one, which has completed.
             let slot = sh.take_oldest_if(|_| true);
             sh.recycled += 1;
             return slot;
@@ -482,11 +483,13 @@ impl<T: Send + 'static> GpPool<T> {
             None => Ok(self.objects.fetch_add(run, Relaxed)),
         }
         .ok()?;
-        let mut spares = self.runs.make(made, &self.make, self.id);
-        // Fewer holes than asked for: give the rest of the budget back (Relaxed: the budget,
-        // as above).
-        self.objects.fetch_sub(made - spares.len(), Relaxed);
-        self.peak.fetch_max(before + spares.len(), Relaxed);
+        let place = self.runs.place(made);
+        // Fewer holes than asked for: give the rest of the budget back now, before the objects
+        // are made (the caller's `make` may take its time, and others count against the cap
+        // meanwhile). Relaxed: the budget, as above.
+        self.objects.fetch_sub(made - place.len(), Relaxed);
+        self.peak.fetch_max(before + place.len(), Relaxed);
+        let mut spares = self.runs.make_at(place, &self.make, self.id);
         // The shard's stack hands spares out from its end: reversed, in address order.
         spares.reverse();
         let first = spares.pop().expect("a run holds at least one object");
@@ -702,6 +705,72 @@ fn home_hint() -> usize {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stolen_batch_goes_behind_an_older_one_of_its_new_shard() {
+        // Shard 0's batch had not completed when `take_parked` looked; by the time `steal`
+        // brings shard 1's newer, completed batch, it has: it must stay in front.
+        let config = PoolConfig::default().with_shards(2).with_fresh_run(1);
+        let pool = GpPool::with_config(config, || 0u64, |_| {});
+        let park = |b: PoolBox<'_, u64>, shard: usize, cookie| {
+            let slot = Slot::from_value(PoolBox::into_raw(b));
+            // SAFETY: a live slot of this pool, given up by its box.
+            unsafe { Slot::check_transition(slot, pool.id, true) };
+            lock(&pool.shards[shard].0).park(slot, cookie);
+            slot
+        };
+        let (x, y) = (pool.alloc(), pool.alloc());
+        let older = get_state();
+        let a = park(x, 0, older);
+        crate::synchronize();
+        let newer = get_state();
+        assert!(older < newer);
+        park(y, 1, newer);
+        crate::synchronize();
+        let got = pool.steal(0).expect("shard 1's batch has completed");
+        assert_eq!(got, a, "the older object first");
+        assert_eq!(lock(&pool.shards[0].0).oldest_cookie(), Some(newer));
+        // SAFETY: handed out by `steal`: this test owns it, and its box parks it again.
+        unsafe { Slot::check_transition(got, pool.id, false) };
+        drop(PoolBox { slot: got, pool: &pool });
+    }
+
+    #[test]
+    fn a_run_in_fewer_holes_gives_back_its_budget_before_making_objects() {
+        // Cap 8, runs of 4. One hole is left; a run that takes it asks for 4 but makes 1, and
+        // while its `make` runs the other 3 must already count as free.
+        let blocked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let gate = Arc::new(std::sync::Barrier::new(2));
+        let make = {
+            let (blocked, gate) = (blocked.clone(), gate.clone());
+            move || {
+                if blocked.swap(false, Relaxed) {
+                    gate.wait();
+                    gate.wait();
+                }
+                0u64
+            }
+        };
+        let config =
+            PoolConfig::default().with_shards(1).with_fresh_run(4).with_max_objects(Some(8));
+        let pool = GpPool::with_config(config, make, |_| {});
+        let mut boxes: Vec<_> = (0..4).map(|_| pool.alloc()).collect();
+        boxes.pop().unwrap().free();
+        crate::synchronize();
+        assert_eq!(pool.trim(), 1, "one hole");
+        blocked.store(true, Relaxed);
+        let spares = std::thread::scope(|s| {
+            let taker = s.spawn(|| pool.alloc());
+            gate.wait(); // the taker is in `make`, its run placed in the hole
+            let mine = pool.alloc();
+            let spares = pool.stats().spares;
+            gate.wait();
+            drop((mine, taker.join().unwrap()));
+            spares
+        });
+        assert_eq!(spares, 3, "a full run of 4, not one cut short by a budget not given back");
+        drop(boxes);
+    }
 
     #[test]
     fn a_run_goes_back_to_the_allocator_with_its_last_object() {

@@ -69,6 +69,24 @@ struct Block {
     alive: u16,
 }
 
+/// Where a run's objects go (see [`Runs::place`]).
+pub(crate) enum Place {
+    /// These holes (addresses), already taken off the hole set and counted alive.
+    Holes(Vec<usize>),
+    /// A new block of this many.
+    Block(usize),
+}
+
+impl Place {
+    /// How many objects the run makes.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Place::Holes(holes) => holes.len(),
+            Place::Block(n) => *n,
+        }
+    }
+}
+
 /// The most objects one run may hold.
 pub(crate) const MAX_RUN: usize = u16::MAX as usize;
 
@@ -85,28 +103,50 @@ impl Runs {
     /// Makes up to `n` (at least 1) objects with `make`: in holes if there are any (as many as
     /// there are, up to `n`), or else `n` in one new block. Their slots, in address order. A
     /// `make` that panics leaks the slots not yet filled (and their blocks).
+    #[cfg(test)]
     pub(crate) fn make<T>(
         &self,
         n: usize,
+        make: impl FnMut() -> T,
+        pool: usize,
+    ) -> Vec<NonNull<Slot<T>>> {
+        self.make_at(self.place(n), make, pool)
+    }
+
+    /// Where a run of up to `n` (at least 1) objects goes: the holes there are (as many as
+    /// there are, up to `n`, taken off the hole set now), or else a new block of `n`. How many
+    /// is known before any object is made ([`Place::len`]).
+    pub(crate) fn place(&self, n: usize) -> Place {
+        assert!(n > 0, "a run holds at least one object");
+        let holes = self.lock().fill_holes(n);
+        if holes.is_empty() { Place::Block(n) } else { Place::Holes(holes) }
+    }
+
+    /// Makes the objects of `place` with `make`: their slots, in address order. A `make` that
+    /// panics leaks the slots not yet filled (and their blocks).
+    pub(crate) fn make_at<T>(
+        &self,
+        place: Place,
         mut make: impl FnMut() -> T,
         pool: usize,
     ) -> Vec<NonNull<Slot<T>>> {
-        assert!(n > 0, "a run holds at least one object");
-        let holes = self.lock().fill_holes(n);
-        if !holes.is_empty() {
-            return holes
-                .into_iter()
-                .map(|addr| {
-                    let slot = NonNull::new(with_exposed_provenance_mut::<Slot<T>>(addr))
-                        .expect("a hole is inside a block");
-                    // SAFETY: a hole is a slot of a live block of this table (exposed when the
-                    // block was allocated, aligned as every slot of it) whose object was
-                    // dropped; taken off the hole set, it is this call's alone.
-                    unsafe { slot.write(Slot::new(make(), pool)) };
-                    slot
-                })
-                .collect();
-        }
+        let n = match place {
+            Place::Block(n) => n,
+            Place::Holes(holes) => {
+                return holes
+                    .into_iter()
+                    .map(|addr| {
+                        let slot = NonNull::new(with_exposed_provenance_mut::<Slot<T>>(addr))
+                            .expect("a hole is inside a block");
+                        // SAFETY: a hole is a slot of a live block of this table (exposed when
+                        // the block was allocated, aligned as every slot of it) whose object
+                        // was dropped; taken off the hole set, it is this call's alone.
+                        unsafe { slot.write(Slot::new(make(), pool)) };
+                        slot
+                    })
+                    .collect();
+            }
+        };
         let objects = u16::try_from(n).expect("a run holds at most MAX_RUN objects");
         let layout = block_layout::<T>(n);
         // SAFETY: the layout's size is non-zero.

@@ -115,11 +115,13 @@ impl<T> Shard<T> {
         Some(batch)
     }
 
-    /// Puts a batch back in front; its cookie must be no newer than the current front's.
-    pub(crate) fn push_oldest_batch(&mut self, batch: Batch<T>) {
-        debug_assert!(self.batches.front().is_none_or(|b| batch.cookie <= b.cookie));
+    /// Adds a batch taken from another shard where its cookie belongs, so cookies stay in
+    /// order (it may be newer than this shard's front: that one may have completed since the
+    /// caller looked).
+    pub(crate) fn insert_batch(&mut self, batch: Batch<T>) {
         self.parked += batch.len();
-        self.batches.push_front(batch);
+        let at = self.batches.partition_point(|b| b.cookie <= batch.cookie);
+        self.batches.insert(at, batch);
     }
 
     /// The cookie of the oldest parked object.
