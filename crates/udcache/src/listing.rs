@@ -122,23 +122,23 @@ impl Dcache {
     pub fn dir_changed(&self, dir: u64, verifier: Option<u64>) -> Result<(), Error> {
         let inode = self.inode_arc(dir).ok_or(Error::UnknownInode(dir))?;
         let state = inode.dir().ok_or(Error::NotDirectory(dir))?;
-        let moved = match verifier {
-            // Relaxed: the verifier is compared only; the generation carries the ordering.
-            Some(v)
-                if state.has_verifier.load(Ordering::Relaxed)
-                    && state.verifier.load(Ordering::Relaxed) == v =>
-            {
-                false
-            }
-            Some(v) => {
-                let old = state.verifier.swap(v, Ordering::Relaxed);
-                !state.has_verifier.swap(true, Ordering::Relaxed) || old != v
-            }
-            None => true,
+        // Acquire (both): pairs with the Release stores below. A report that finds its
+        // verifier recorded returns at once, so the change must be made before the record: it
+        // then sees the generation bumped and the listing marked, and so does what its caller
+        // does next (a lookup must not trust a negative filed before the change).
+        let recorded = |v| {
+            state.has_verifier.load(Ordering::Acquire)
+                && state.verifier.load(Ordering::Acquire) == v
         };
-        if moved {
-            inode.bump_dir_gen();
-            changed(self, dir, verifier);
+        if verifier.is_some_and(recorded) {
+            return Ok(());
+        }
+        inode.bump_dir_gen();
+        changed(self, dir, verifier);
+        if let Some(v) = verifier {
+            // Release: after the change (see the Acquire above).
+            state.verifier.store(v, Ordering::Release);
+            state.has_verifier.store(true, Ordering::Release);
         }
         Ok(())
     }

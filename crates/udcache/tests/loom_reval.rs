@@ -96,6 +96,28 @@ fn negative_check_vs_verifier_update() {
     });
 }
 
+/// Two reports of the same new verifier race: the one that finds it recorded by the other
+/// returns at once, and must then see the change made (with the verifier recorded before the
+/// generation bump, this model fails: the late reporter trusts the negative).
+#[test]
+fn same_verifier_reported_twice() {
+    // One preemption stops the first reporter (this thread) between its record and its bump.
+    builder(1).check(|| {
+        let cache = cache_with_negative();
+        cache.dir_changed(DIR, Some(1)).unwrap();
+        cache.add_negative(DIR, b"x").unwrap(); // trusted under verifier 1
+        let late = {
+            let cache = cache.clone();
+            loom::thread::spawn(move || {
+                cache.dir_changed(DIR, Some(7)).unwrap();
+                assert_eq!(x(&cache), "miss", "trusted a negative after reporting the change");
+            })
+        };
+        cache.dir_changed(DIR, Some(7)).unwrap();
+        late.join().unwrap();
+    });
+}
+
 /// The blocking revalidation of a stale negative races a second change that creates the name.
 /// The refresh must carry the generation read *before* the filesystem was asked: with it read
 /// after, a "still absent" answer given before the change is filed as fresh after it, and
