@@ -611,8 +611,8 @@ static void test_resolve(void) {
     CHECK_EQ(look(c, UDC_ROOT_INO, "rootalias", NULL), UDC_MISS);
 
     /* A directory the callback names that is cached under another name (renamed on the
-     * server): its name moves, with what is cached below it; the old name is left negative
-     * (this cache's unlink policy). */
+     * server): its name moves, with what is cached below it; the old name is dropped (the
+     * answer says nothing of what that name holds now). */
     udc_entry old = ent(50, UDC_TYPE_DIR, 0), child = ent(51, UDC_TYPE_REG, 0);
     CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("olddir"), &old), 0);
     CHECK_EQ(udc_add(c, 50, S("child"), &child), 0);
@@ -621,7 +621,7 @@ static void test_resolve(void) {
     uint64_t ino = 0;
     CHECK_EQ(look(c, UDC_ROOT_INO, "mvdir", &ino), UDC_POSITIVE);
     CHECK_EQ(ino, 50);
-    CHECK_EQ(look(c, UDC_ROOT_INO, "olddir", NULL), UDC_NEGATIVE);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "olddir", NULL), UDC_MISS);
     CHECK_EQ(look(c, 50, "child", &ino), UDC_POSITIVE);
     CHECK_EQ(ino, 51);
     forget_checking_lookups(c, 50, 2); /* the add and the resolve */

@@ -815,9 +815,12 @@ int udc_lookup(struct udc_cache *cache,
  *
  * A directory that the lookup callback names here while the cache holds it under another
  * name was renamed behind the cache (on the server): the cache moves its name here, with
- * what is cached below it, as `udc_rename` would. `-EMLINK`: the callback answered with the
- * root directory, or the directory's name kept changing (other threads renaming it) while
- * the cache moved it; nothing was filed: call again.
+ * what is cached below it, and drops the old name (a later lookup of it asks the callback).
+ * If `parent` is cached below that directory, the cached name just below the directory on
+ * the way is dropped first (the answer shows it stale), so no cycle of names forms.
+ * `-EMLINK`: the callback answered with the root directory, or with `parent` itself, or the
+ * directory's name kept changing (other threads renaming it) while the cache moved it;
+ * nothing was filed: call again.
  *
  * # Safety
  *
