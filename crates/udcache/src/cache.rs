@@ -19,10 +19,12 @@
 //!   slot or `NEGATIVE` bit holds the stripe of `(parent, name)`. Two stripes are taken in
 //!   ascending order.
 //! - **Inode stripe locks** (`inode_locks`): held to create an inode, change its lookup count
-//!   or drop it, so `add` and `forget` of one number are serialised.
+//!   or drop it, so `add` and `forget` of one number are serialised; and, inside a rename
+//!   section, across a move of names (`lock_moving`), so `add`, which checks under the stripe
+//!   that a directory has no name yet, cannot give a moving directory a second one.
 //! - **Rename lock and sequence**: see [`crate::rename`].
-//! - **Lock order**: rename lock → inode stripe → name stripes (ascending) → an inode's alias
-//!   list → neghash's locks. No operation takes two inode stripes.
+//! - **Lock order**: rename lock → inode stripes (two, ascending, only for a rename section's
+//!   exchange) → name stripes (ascending) → an inode's alias list → neghash's locks.
 //! - **Publish and retire**: an inode becomes reachable by a `Release` store of a slot or a
 //!   neghash insert (both `Release`); a removed entry is freed through the epoch, after every
 //!   reader pinned at the time, and an inode whose last count is dropped is reused by its pool
