@@ -29,6 +29,7 @@
 
 use udcache_neghash::epoch::Guard;
 
+use crate::UnlinkPolicy;
 use crate::cache::{Lookup, MovingLock};
 use crate::dentry::{DentryWrites, NameLock};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering, fence, lock};
@@ -141,7 +142,7 @@ impl crate::Dcache {
     /// Moves the name `old_name` in `old_parent` to `new_name` in `new_parent` (or, with
     /// [`RenameMode::Exchange`], swaps the two names' inodes), inside one rename section: a
     /// lockless walk that overlaps it falls back and walks again, so no walk sees a state
-    /// between its steps. The old name is left as the [`UnlinkPolicy`](crate::UnlinkPolicy)
+    /// between its steps. The old name is left as the [`UnlinkPolicy`]
     /// says; a replaced target's inode stays cached (until `forget`). Renaming a name onto
     /// itself, or onto another name of the same inode, does nothing. Both directories'
     /// listings are marked changed.
@@ -198,7 +199,7 @@ impl crate::Dcache {
         if mode == RenameMode::Exchange {
             self.exchange(from, to, &names);
         } else {
-            self.move_name(from, to, &guard, &names);
+            self.move_name(from, to, self.unlink_policy(), None, &guard, &names);
         }
         drop((names, section));
         crate::listing::changed(self, old_parent, None);
@@ -236,14 +237,24 @@ impl crate::Dcache {
         }
     }
 
-    /// The move of a rename: `from` (positive) leaves, `to` names its inode.
-    fn move_name(&self, from: (u64, &[u8]), to: (u64, &[u8]), guard: &Guard, names: &NameLock) {
+    /// The move of a rename (and of `resolve`'s splice): `from` (positive) leaves, as `left`
+    /// says, and `to` names its inode, filed as an answer asked under generation `asked` of
+    /// `to.0` (`None`: asserted now; see `Dcache::word`).
+    pub(crate) fn move_name(
+        &self,
+        from: (u64, &[u8]),
+        to: (u64, &[u8]),
+        left: UnlinkPolicy,
+        asked: Option<u32>,
+        guard: &Guard,
+        names: &NameLock,
+    ) {
         // Positive under the name lock (checked by the caller): held, it cannot go.
         let source = self.dentry(from.0, from.1).expect("a positive source, checked");
-        let inode = self.detach(&source, names, self.unlink_policy());
+        let inode = self.detach(&source, names, left);
         drop(source);
         self.name_unlinked(from, &inode, names);
-        let valid = self.validity(to.0, false, None);
+        let valid = self.validity(to.0, false, asked);
         let (target, replaced) =
             self.put(to, &inode, valid, guard, names, true).expect("replace never refuses");
         if let Some(replaced) = replaced {
@@ -285,7 +296,7 @@ impl crate::Dcache {
         to: (u64, &[u8]),
         mode: RenameMode,
     ) -> Result<bool, crate::Error> {
-        use crate::{Error, Lookup};
+        use crate::Error;
         let Lookup::Hit(moving) = self.step(guard, from.0, from.1) else {
             return Err(Error::NotFound);
         };

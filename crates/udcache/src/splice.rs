@@ -112,16 +112,8 @@ impl Dcache {
             Lookup::Hit(_) => return Err(Error::Exists),
             _ => {}
         }
-        let source = self.dentry(from.0, from.1).expect("positive under the name lock");
-        let moved = self.detach(&source, &names, UnlinkPolicy::Drop);
-        drop(source);
-        self.name_unlinked(from, &moved, &names);
-        let valid = self.validity(to.0, false, Some(asked));
-        let (target, _) =
-            self.put(to, &moved, valid, &guard, &names, false).expect("not positive, checked");
-        self.name_linked(to, &moved, &names);
-        drop(target);
-        moved.set_parent(to.0);
+        // The target is not positive (checked): the move replaces nothing.
+        self.move_name(from, to, UnlinkPolicy::Drop, Some(asked), &guard, &names);
         Ok(Spliced::Done)
     }
 
