@@ -49,7 +49,9 @@ impl Counters {
 pub struct Stats {
     /// Entries in the table.
     pub entries: u64,
-    /// Entries no handle holds.
+    /// Entries on an LRU list: unused when they were put there. As the kernel's `nr_unused`
+    /// counts, an entry held again stays counted until `shrink` or an eviction meets it on the
+    /// list (holding an entry does not take the list's lock).
     pub unused: u64,
     /// Negative entries.
     pub negative: u64,

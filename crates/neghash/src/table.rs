@@ -383,6 +383,11 @@ impl<V: Send + Sync + 'static> NegHash<V> {
 
     /// Inserts a positive or negative entry, held by the returned handle. If the name is
     /// present already, nothing is inserted and the present entry is returned, held, as `Err`.
+    ///
+    /// # Panics
+    ///
+    /// If `name` is longer than `u32::MAX` bytes: an entry keeps its name's length in 32 bits
+    /// (beside the hash, in one word). Lookups of such a name simply miss.
     pub fn insert(
         &self,
         parent: u64,
@@ -390,6 +395,11 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         negative: bool,
         value: V,
     ) -> Result<Held<'_, V>, Held<'_, V>> {
+        assert!(
+            u32::try_from(name.len()).is_ok(),
+            "udcache_neghash: a name of {} bytes (at most u32::MAX)",
+            name.len()
+        );
         let (key, b) = self.locate(parent, name);
         // The cell first: finding a reusable one may run deferred functions, which are better
         // not run under the bucket lock. (Unused if the name is present: parked again.)

@@ -132,7 +132,11 @@ pub(crate) fn run_rule<V: Send + Sync + 'static>(
             .take_while(|e| settled_negative(e) && !e.is_protected())
             .count();
         if run > MAX_RUN {
-            evict(t, lock, released, C::EvictRule1, guard);
+            // The released entry may sit between two runs (one before it, this one after it):
+            // its going joins them, so the chain is checked again as after any unhash.
+            if evict(t, lock, released, C::EvictRule1, guard) {
+                trim_runs(t, lock, guard);
+            }
             return;
         }
     }
@@ -209,11 +213,12 @@ pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
         let victim = match oldest_unreferenced {
             Some(v) => v,
             None => {
-                // Every settled negative was referenced: their second chance is spent.
+                // Every settled negative was protected: their second chance (a reference, or
+                // a refault's working-set mark) is spent.
                 t.chain(lock)
                     .iter(guard)
                     .filter(|e| settled_negative(e))
-                    .for_each(clear_referenced);
+                    .for_each(|e| e.spend_chance());
                 match oldest {
                     Some(v) => v,
                     None => return, // all negatives are held
@@ -317,7 +322,9 @@ fn scan_lru<V: Send + Sync + 'static>(
     // Relaxed: only spreads scans over shards.
     let mut shard = NEXT_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % shards;
     let (mut taken, mut scanned, mut empty) = (0, 0, 0);
-    while taken < n && scanned < 2 * n + shards && empty < shards {
+    // `n` may be "everything" (`usize::MAX`): the bound saturates rather than wraps.
+    let budget = n.saturating_mul(2).saturating_add(shards);
+    while taken < n && scanned < budget && empty < shards {
         let Some(e) = t.lru().pop(shard, negative, t.counters()) else {
             empty += 1;
             shard = (shard + 1) % shards;

@@ -1,4 +1,5 @@
-//! Regression tests for crashes the fuzzer found (fuzz/fuzz_targets/neghash.rs).
+//! Regression tests for crashes the fuzzer found (fuzz/fuzz_targets/neghash.rs) and defects
+//! reviews found.
 #![cfg(not(loom))]
 
 use udcache_neghash::{Config, NegHash};
@@ -28,4 +29,75 @@ fn removing_an_entry_between_two_runs_retrims() {
     drop(p);
     table.verify().unwrap();
     assert_eq!(table.stats().evicted_rule1, 1, "the joined run lost its fourth entry");
+}
+
+fn chain(t: &NegHash<()>) -> Vec<Vec<u8>> {
+    let mut chain = Vec::new();
+    t.for_each_entry(|e| chain.push(e.name().to_vec()));
+    chain
+}
+
+/// Admission evicted a released negative that sat between two runs and did not look at the
+/// chain again: the run before it and the run after it became one of four.
+#[test]
+fn admission_evicting_an_entry_between_two_runs_retrims() {
+    let t: NegHash<()> = NegHash::new(Config::with_buckets(1).with_negative_cap(None));
+    for name in [&b"d"[..], b"c", b"b"] {
+        drop(t.insert(0, name, true, ()).unwrap());
+    }
+    // Held, `r` ends the runs: `a` before it, `b c d` after it.
+    let r = t.insert(0, b"r", true, ()).unwrap();
+    drop(t.insert(0, b"a", true, ()).unwrap());
+    assert_eq!(chain(&t), [&b"a"[..], b"r", b"b", b"c", b"d"]);
+    t.verify().unwrap();
+    // Released, `r` starts a run of four (r b c d): admission evicts it, joining `a` to `b c d`.
+    drop(r);
+    t.verify().unwrap();
+    assert_eq!(chain(&t), [&b"a"[..], b"b", b"c"], "the joined run lost its fourth entry");
+}
+
+/// When every settled negative of an over-cap bucket was protected, rule 2 spent their
+/// chances by clearing only `REFERENCED`: a refault's working-set mark survived, so the next
+/// time the bucket went over the cap a newer unprotected negative went instead of the oldest
+/// one whose chance was spent.
+#[test]
+fn rule_2_spends_a_refaults_working_set_mark_with_its_reference() {
+    let t: NegHash<()> =
+        NegHash::new(Config::with_buckets(1).with_rule1(false).with_negative_cap(Some(3)));
+    let miss = |name: &[u8]| drop(t.insert(0, name, true, ()).unwrap());
+    // `a` goes at `d`'s insert and leaves a ghost; then each refault is kept (working set)
+    // and pushes out the oldest unprotected entry, whose ghost lets it refault next.
+    for name in [&b"a"[..], b"b", b"c", b"d", b"a", b"b", b"c", b"d"] {
+        miss(name);
+    }
+    // At `d`'s refault `c`, `b` and `a` were all protected: their chances were spent and the
+    // oldest, `a`, went (`d`, being inserted, was held).
+    assert_eq!(chain(&t), [&b"d"[..], b"c", b"b"]);
+    assert!(t.get(0, b"d").unwrap().remove());
+    miss(b"e"); // [e c b]: at the cap
+    miss(b"f"); // over it: the oldest unprotected settled negative is `b`
+    assert_eq!(chain(&t), [&b"f"[..], b"e", b"c"]);
+}
+
+/// `shrink(usize::MAX)`, "everything unused", overflowed the scan's bound.
+#[test]
+fn shrinking_by_usize_max_shrinks_everything() {
+    let t: NegHash<()> = NegHash::new(Config::with_buckets(64).with_negative_cap(None));
+    for i in 0..100u32 {
+        drop(t.insert(0, format!("p{i}").as_bytes(), false, ()).unwrap());
+    }
+    assert_eq!(t.shrink(usize::MAX), 100);
+    assert_eq!(t.stats().entries, 0);
+}
+
+/// A name of 2^32 + 5 bytes was filed as one of 5 (its length is kept in 32 bits): read back
+/// from the wrong half of the name's storage, never found again, its copy never freed. It is
+/// refused now. (The zeroed vector is mapped, never touched: the check comes before hashing.)
+#[test]
+#[cfg(target_pointer_width = "64")]
+#[should_panic(expected = "at most u32::MAX")]
+fn a_name_longer_than_u32_max_bytes_is_refused() {
+    let t: NegHash<()> = NegHash::new(Config::for_entries(16));
+    let name = vec![0u8; (1usize << 32) + 5];
+    drop(t.insert(1, &name, true, ()));
 }
