@@ -171,12 +171,23 @@ impl<B: Backend + 'static> DirCache<B> {
         let mut st = d.lock();
         let mut out = Vec::new();
         let mut at = cookie;
+        // Pages copied to their end. Once a read has copied anything it neither fills nor drops
+        // pages (it stops where the cache stops), so the listing holds still: going from page
+        // to page more times than there are pages means the cached pages lead round in a cycle
+        // (a backend that looped across fills), which would be followed until `max`.
+        let mut pages_done = 0;
         let result = loop {
             match st.listing.resolve(at) {
+                Resolve::Hit(_) if pages_done >= st.listing.pages() => {
+                    break Err(Error::Loop { cookie: at });
+                }
                 Resolve::Hit(pos) => match d.copy(&mut st, pos, max, &mut out) {
                     PageEnd::Full { eof } => break Ok(eof),
                     PageEnd::Eof => break Ok(true),
-                    PageEnd::More => at = out.last().expect("copied at least one").cookie,
+                    PageEnd::More => {
+                        pages_done += 1;
+                        at = out.last().expect("copied at least one").cookie;
+                    }
                 },
                 Resolve::Eof => break Ok(true),
                 // Stop where the cache stops; the next read continues from here.

@@ -23,7 +23,8 @@ use crate::FillError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
     /// The backend returned a cookie already returned earlier in the same pass, or the cookie
-    /// 0, or an empty fill that is not at the end: following it would never finish.
+    /// 0, or an empty fill that is not at the end, or fills whose cached pages lead round in a
+    /// cycle: following it would never finish.
     Loop {
         /// The cookie that repeated (or at which the listing could not progress).
         cookie: u64,

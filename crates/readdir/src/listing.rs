@@ -278,6 +278,10 @@ impl Listing {
 
     /// Removes page `id` and exactly the mappings that point at it; returns it.
     pub fn remove(&mut self, id: PageId) -> Page {
+        // Completeness, the frontier and the name index are all built along the fresh chain
+        // from cookie 0; a page off that chain (a reader resumed at a cookie the chain does
+        // not pass) takes none of them with it.
+        let on_chain = self.chain_from_start().any(|pos| pos.page == id);
         let page = self.pages[id as usize].take().expect("removing a live page");
         for c in std::iter::once(page.start).chain(page.entries.iter().map(|e| e.cookie)) {
             if self.index.get(&c).is_some_and(|p| p.page == id) {
@@ -286,9 +290,7 @@ impl Listing {
         }
         self.free.push(id);
         self.live -= 1;
-        // A stale page is on no fresh chain, so completeness, and the name index built along
-        // that chain, stand without it.
-        if page.epoch == self.epoch {
+        if on_chain {
             self.lose_completeness();
         }
         page
@@ -349,20 +351,32 @@ impl Listing {
 
     fn build_names(&self) -> HashMap<Arc<[u8]>, Pos> {
         let mut names = HashMap::new();
-        let mut cookie = 0;
-        for _ in 0..=self.live {
-            let Resolve::Hit(pos) = self.resolve(cookie) else { break };
+        for pos in self.chain_from_start() {
             let page = self.page(pos.page);
             for (slot, e) in page.entries.iter().enumerate().skip(pos.slot as usize) {
                 let slot = u32::try_from(slot).expect("page fits u32");
                 names.insert(e.name.clone(), Pos { page: pos.page, slot });
             }
-            match page.entries.last() {
-                Some(last) if !page.eof => cookie = last.cookie,
-                _ => break,
-            }
         }
         names
+    }
+
+    /// Where the fresh chain from cookie 0 enters each of its pages, in order, up to the first
+    /// gap or the end. (A stale page is on no fresh chain: `resolve` never hits one.) A cycle
+    /// of mappings (a backend looping across pages) must not spin here: the chain visits each
+    /// page at most once.
+    fn chain_from_start(&self) -> impl Iterator<Item = Pos> + '_ {
+        let mut next = Some(0);
+        std::iter::from_fn(move || {
+            let Resolve::Hit(pos) = self.resolve(next?) else { return None };
+            let page = self.page(pos.page);
+            next = match page.entries.last() {
+                Some(last) if !page.eof => Some(last.cookie),
+                _ => None,
+            };
+            Some(pos)
+        })
+        .take(self.live + 1)
     }
 }
 

@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use udcache_readdir::reference::{CookieStyle, MemDir};
-use udcache_readdir::{Backend, Entry, Error, Fill, FillError, ReaddirCache, Verifier};
+use udcache_readdir::{Backend, Entry, Error, Fill, FillError, Lookup, ReaddirCache, Verifier};
 
 fn cache(budget: usize, page: usize) -> ReaddirCache {
     ReaddirCache::new(NonZeroUsize::new(budget).unwrap(), NonZeroUsize::new(page).unwrap())
@@ -44,6 +44,25 @@ fn a_loop_across_calls_stops_a_pass_with_eloop() {
     assert_eq!(c.read(2), Err(err), "sticky until seek");
     c.seek(0);
     assert_eq!(c.read(2).unwrap().len(), 2);
+}
+
+#[test]
+fn one_read_over_pages_cached_in_a_cycle_stops_with_eloop() {
+    let cache = cache(16, 2);
+    let dir = cache.dir(Cycle);
+    // A first pass caches the three pages (the third leads back to the second) and stops.
+    let mut c = dir.cursor();
+    while c.read(2).is_ok() {}
+    assert_eq!(cache.stats().backend_calls, 3);
+    // One large read from the start meets the cycle with no backend call: it used to copy
+    // the pages round and round until `max` (forever with `usize::MAX`).
+    for max in [1000, usize::MAX] {
+        assert!(matches!(dir.read(0, max), Err(Error::Loop { .. })), "max {max}");
+    }
+    assert_eq!(cache.stats().backend_calls, 3);
+    // A cursor's large read too.
+    let mut c = dir.cursor();
+    assert!(matches!(c.read(usize::MAX), Err(Error::Loop { .. })));
 }
 
 /// Returns the requested cookie as an entry's cookie: a loop inside one fill.
@@ -255,4 +274,23 @@ fn a_refused_cookie_counts_as_neither_a_hit_nor_a_miss() {
     assert_eq!(dir.read(12345, 4), Err(Error::BadCookie { cookie: 12345 }));
     let after = c.stats();
     assert_eq!((after.hits, after.misses), (before.hits, before.misses));
+}
+
+#[test]
+fn evicting_a_page_off_the_chain_from_the_start_keeps_the_listing_complete() {
+    let cache = cache(2, 8);
+    let dir = cache.dir(MemDir::with_entries(CookieStyle::Ordered, 100, 0..4));
+    let other = cache.dir(MemDir::with_entries(CookieStyle::Ordered, 100, 0..4));
+    assert!(dir.read(0, 8).unwrap().eof, "one page holds the whole directory");
+    assert!(dir.is_complete());
+    // A reader resuming at a cookie the backend knows but the chain from 0 does not pass
+    // (past the last name) adds a second page, off that chain.
+    assert!(dir.read(50, 8).unwrap().eof);
+    dir.read(0, 1).unwrap(); // the first page is now the more recently used
+    other.read(0, 8).unwrap(); // over the budget of 2: the off-chain page goes
+    assert_eq!(dir.cached_pages(), 1);
+    // The chain from 0 is still wholly cached: complete, and misses are answered.
+    assert!(dir.is_complete(), "lost with a page that was not on the chain");
+    assert_eq!(dir.lookup(b"n77"), Lookup::Absent);
+    assert_eq!(dir.backend().calls(), 2, "no call since");
 }
