@@ -44,6 +44,7 @@ mod slot;
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -279,7 +280,11 @@ impl<T: Send + 'static> GpPool<T> {
     ///
     /// # Panics
     ///
-    /// If it must wait for a grace period (the cap is reached) while this thread is pinned.
+    /// If it must wait for a grace period while this thread is pinned: at the cap, or, with
+    /// [`Reuse::WaitForGracePeriod`], when the object it would reuse was freed in a grace
+    /// period still running. Nothing is taken then: the pool is as it was. A panic of the
+    /// `make` hook goes on to the caller once the run it was making is undone (the objects it
+    /// made dropped, its room and its share of `max_objects` given back).
     pub fn alloc(&self) -> PoolBox<'_, T> {
         let home = self.home();
         loop {
@@ -411,18 +416,32 @@ impl<T: Send + 'static> GpPool<T> {
                 self.steal(home)
             }
             Reuse::WaitForGracePeriod | Reuse::Immediately => {
-                let (slot, cookie) = {
-                    let mut sh = lock(shard);
-                    let taken = sh.take_newest()?;
-                    sh.recycled += 1;
-                    taken
-                };
+                let (slot, cookie) = self.take_newest_anywhere(home)?;
                 if !completed(&cookie) {
                     self.timed_stall(|| cond_synchronize(cookie));
                 }
                 Some(slot)
             }
         }
+    }
+
+    /// The most recently parked object of shard `home`, else of another shard (one lock at a
+    /// time: at the cap the only parked objects may sit elsewhere), with its cookie. A pinned
+    /// thread cannot wait for a cookie: if the object's has not completed, this panics before
+    /// taking it, so the object stays parked.
+    fn take_newest_anywhere(&self, home: usize) -> Option<(NonNull<Slot<T>>, GpCookie)> {
+        let n = self.shards.len();
+        (0..n).find_map(|i| {
+            let mut sh = lock(&self.shards[(home + i) & (n - 1)].0);
+            let newest = sh.newest_cookie()?;
+            if !completed(&newest) && crossbeam_epoch::is_pinned() {
+                drop(sh);
+                panic!("udcache_gp: waiting for a grace period while pinned would wait forever");
+            }
+            let taken = sh.take_newest();
+            sh.recycled += 1;
+            taken
+        })
     }
 
     /// Moves another shard's oldest batch to `home` if its grace period has completed.
@@ -484,12 +503,19 @@ impl<T: Send + 'static> GpPool<T> {
         }
         .ok()?;
         let place = self.runs.place(made);
+        let kept = place.len();
         // Fewer holes than asked for: give the rest of the budget back now, before the objects
         // are made (the caller's `make` may take its time, and others count against the cap
         // meanwhile). Relaxed: the budget, as above.
-        self.objects.fetch_sub(made - place.len(), Relaxed);
-        self.peak.fetch_max(before + place.len(), Relaxed);
-        let mut spares = self.runs.make_at(place, &self.make, self.id);
+        self.objects.fetch_sub(made - kept, Relaxed);
+        self.peak.fetch_max(before + kept, Relaxed);
+        let made = catch_unwind(AssertUnwindSafe(|| self.runs.make_at(place, &self.make, self.id)));
+        let mut spares = made.unwrap_or_else(|panic| {
+            // `make` panicked: the run made nothing that lasts (see `Runs::make_at`), so its
+            // budget goes back before the panic goes on. Relaxed: the budget, as above.
+            self.objects.fetch_sub(kept, Relaxed);
+            resume_unwind(panic)
+        });
         // The shard's stack hands spares out from its end: reversed, in address order.
         spares.reverse();
         let first = spares.pop().expect("a run holds at least one object");
@@ -564,12 +590,17 @@ impl<T: Send + 'static> Drop for GpPool<T> {
             // Readers that may see these objects are pinned now; crossbeam runs the closure
             // after all of them have unpinned.
             let runs = Arc::clone(&self.runs);
-            crossbeam_epoch::pin().defer(move || {
+            let guard = crossbeam_epoch::pin();
+            guard.defer(move || {
                 for slot in waiting.into_iter().flat_map(shard::Batch::drain) {
                     // SAFETY: every reader pinned when the pool was dropped has unpinned.
                     unsafe { runs.free(slot) };
                 }
             });
+            // Out of this thread's bag, where it would wait for 63 more deferred functions
+            // (or the thread's exit), into the global queue that any thread's collection
+            // empties once the grace period has passed.
+            guard.flush();
         }
     }
 }

@@ -37,6 +37,7 @@
 
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::collections::{BTreeMap, BTreeSet};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::ptr::{NonNull, with_exposed_provenance_mut};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -101,8 +102,8 @@ fn block_layout<T>(n: usize) -> Layout {
 
 impl Runs {
     /// Makes up to `n` (at least 1) objects with `make`: in holes if there are any (as many as
-    /// there are, up to `n`), or else `n` in one new block. Their slots, in address order. A
-    /// `make` that panics leaks the slots not yet filled (and their blocks).
+    /// there are, up to `n`), or else `n` in one new block. Their slots, in address order. If
+    /// `make` panics, see [`Runs::make_at`].
     #[cfg(test)]
     pub(crate) fn make<T>(
         &self,
@@ -122,51 +123,86 @@ impl Runs {
         if holes.is_empty() { Place::Block(n) } else { Place::Holes(holes) }
     }
 
-    /// Makes the objects of `place` with `make`: their slots, in address order. A `make` that
-    /// panics leaks the slots not yet filled (and their blocks).
+    /// Makes the objects of `place` with `make`: their slots, in address order. If `make`
+    /// panics, the objects it made are dropped and the place is given back (holes stay holes,
+    /// a new block is deallocated) before the panic goes on.
     pub(crate) fn make_at<T>(
         &self,
         place: Place,
         mut make: impl FnMut() -> T,
         pool: usize,
     ) -> Vec<NonNull<Slot<T>>> {
-        let n = match place {
-            Place::Block(n) => n,
+        let (targets, block) = match place {
             Place::Holes(holes) => {
-                return holes
-                    .into_iter()
-                    .map(|addr| {
-                        let slot = NonNull::new(with_exposed_provenance_mut::<Slot<T>>(addr))
-                            .expect("a hole is inside a block");
-                        // SAFETY: a hole is a slot of a live block of this table (exposed when
-                        // the block was allocated, aligned as every slot of it) whose object
-                        // was dropped; taken off the hole set, it is this call's alone.
-                        unsafe { slot.write(Slot::new(make(), pool)) };
-                        slot
-                    })
-                    .collect();
+                let slots = holes.into_iter().map(|addr| {
+                    NonNull::new(with_exposed_provenance_mut::<Slot<T>>(addr))
+                        .expect("a hole is inside a block")
+                });
+                (slots.collect::<Vec<_>>(), None)
+            }
+            Place::Block(n) => {
+                let layout = block_layout::<T>(n);
+                // SAFETY: the layout's size is non-zero.
+                let base = unsafe { alloc(layout) }.cast::<Slot<T>>();
+                let Some(base) = NonNull::new(base) else { handle_alloc_error(layout) };
+                // Holes of this block are rebuilt from their addresses (see the module docs).
+                base.as_ptr().expose_provenance();
+                // SAFETY: `i < n` and the block holds `n` slots (`Layout::array`).
+                let slots = (0..n).map(|i| unsafe { base.add(i) });
+                (slots.collect(), Some((base, n)))
             }
         };
-        let objects = u16::try_from(n).expect("a run holds at most MAX_RUN objects");
-        let layout = block_layout::<T>(n);
-        // SAFETY: the layout's size is non-zero.
-        let base = unsafe { alloc(layout) }.cast::<Slot<T>>();
-        let Some(base) = NonNull::new(base) else { handle_alloc_error(layout) };
-        // Holes of this block are rebuilt from their addresses (see the module docs).
-        base.as_ptr().expose_provenance();
-        let slots: Vec<_> = (0..n)
-            .map(|i| {
-                // SAFETY: `i < n` and the block holds `n` slots (`Layout::array`).
-                let slot = unsafe { base.add(i) };
-                // SAFETY: in bounds (above), aligned (the block is aligned at least to
-                // `Slot<T>`, and slots follow each other at its size), and not yet written.
-                unsafe { slot.write(Slot::new(make(), pool)) };
-                slot
-            })
-            .collect();
-        let block = Block { objects, alive: objects };
-        self.lock().blocks.insert(base.as_ptr().addr(), block);
-        slots
+        for (made, &slot) in targets.iter().enumerate() {
+            match catch_unwind(AssertUnwindSafe(&mut make)) {
+                // SAFETY: a hole is a slot of a live block of this table (exposed when the
+                // block was allocated, aligned as every slot of it) whose object was dropped,
+                // taken off the hole set for this call alone; a new block's slots are in
+                // bounds, aligned (the block is aligned at least to `Slot<T>`, and slots
+                // follow each other at its size) and not yet written.
+                Ok(value) => unsafe { slot.write(Slot::new(value, pool)) },
+                Err(panic) => {
+                    // SAFETY: the first `made` targets hold objects made just now that no one
+                    // else has seen; the others were never written.
+                    unsafe { self.unmake(&targets, made, block) };
+                    resume_unwind(panic);
+                }
+            }
+        }
+        if let Some((base, n)) = block {
+            let objects = u16::try_from(n).expect("a run holds at most MAX_RUN objects");
+            let block = Block { objects, alive: objects };
+            self.lock().blocks.insert(base.as_ptr().addr(), block);
+        }
+        targets
+    }
+
+    /// Undoes a run whose `make` panicked after making `made` objects: drops them and gives
+    /// the run's place back.
+    ///
+    /// # Safety
+    ///
+    /// `targets` are the run's slots (holes taken off the hole set, or the slots of `block`,
+    /// which is not yet in the table), the first `made` of them hold objects no one else has
+    /// seen, and the others were never written.
+    unsafe fn unmake<T>(
+        &self,
+        targets: &[NonNull<Slot<T>>],
+        made: usize,
+        block: Option<(NonNull<Slot<T>>, usize)>,
+    ) {
+        for slot in &targets[..made] {
+            // SAFETY: made by this run and seen by no one (the caller's contract).
+            unsafe { slot.drop_in_place() };
+        }
+        match block {
+            Some((base, n)) => {
+                // SAFETY: allocated by `make_at` with this layout and never published; its
+                // objects are dropped (above) or were never made.
+                unsafe { dealloc(base.as_ptr().cast(), block_layout::<T>(n)) };
+            }
+            // SAFETY: the holes' objects are dropped (above) or were never made.
+            None => unsafe { self.give_back(targets) },
+        }
     }
 
     /// Drops the object in `slot` and releases its block's memory if it was the block's last.
@@ -178,30 +214,33 @@ impl Runs {
     pub(crate) unsafe fn free<T>(&self, slot: NonNull<Slot<T>>) {
         // SAFETY: the caller owns the live slot and nothing refers to it any more.
         unsafe { slot.drop_in_place() };
-        let addr = slot.as_ptr().addr();
-        let mut table = self.lock();
-        let (start, block) = table.block_of(addr);
-        let layout = block_layout::<T>(block.objects as usize);
-        debug_assert!(addr < start + layout.size(), "udcache_gp: a slot outside its run");
-        block.alive -= 1;
-        if block.alive > 0 {
-            table.holes.insert(addr);
-            return;
+        // SAFETY: its object was dropped just now.
+        unsafe { self.give_back(&[slot]) };
+    }
+
+    /// Counts `slots`, whose objects are gone, out of their blocks: each becomes a hole, and a
+    /// block whose last object it held is deallocated.
+    ///
+    /// # Safety
+    ///
+    /// Each slot is a counted-alive slot of a block of this table, its object dropped or never
+    /// made, and no one refers to it.
+    unsafe fn give_back<T>(&self, slots: &[NonNull<Slot<T>>]) {
+        let layout_of = |objects: u16| block_layout::<T>(objects as usize);
+        let released: Vec<_> = {
+            let mut table = self.lock();
+            slots
+                .iter()
+                .filter_map(|slot| Some((slot, table.release(slot.as_ptr().addr(), layout_of)?)))
+                .collect()
+        };
+        for (slot, (start, layout)) in released {
+            // The block's start, with the provenance of the slot's pointer (derived from it).
+            let base = slot.as_ptr().cast::<u8>().with_addr(start);
+            // SAFETY: allocated by `make_at` with this layout; every object in it has been
+            // dropped, so nothing refers to it.
+            unsafe { dealloc(base, layout) };
         }
-        table.blocks.remove(&start);
-        // The block's other slots are all holes now: they go with it (one removal each, so
-        // the cost is the block's, not the table's: `split_off` and `append` would move every
-        // hole above it).
-        let gone: Vec<usize> = table.holes.range(start..start + layout.size()).copied().collect();
-        for hole in gone {
-            table.holes.remove(&hole);
-        }
-        drop(table);
-        // The block's start, with the provenance of the slot's pointer (derived from it).
-        let base = slot.as_ptr().cast::<u8>().with_addr(start);
-        // SAFETY: allocated by `make` with this layout; every object in it has been dropped,
-        // so nothing refers to it.
-        unsafe { dealloc(base, layout) };
     }
 
     /// The blocks alive now (for tests).
@@ -229,6 +268,33 @@ impl Table {
         // block starts between the two.
         let (&start, block) = self.blocks.range_mut(..=addr).next_back().expect("a slot of a run");
         (start, block)
+    }
+
+    /// Counts the slot at `addr`, whose object is gone, out of its block: a hole, or, if it was
+    /// the block's last, the block leaves the table with its holes and its start and layout
+    /// (`layout_of` its object count) are returned for the caller to deallocate.
+    fn release(
+        &mut self,
+        addr: usize,
+        layout_of: impl Fn(u16) -> Layout,
+    ) -> Option<(usize, Layout)> {
+        let (start, block) = self.block_of(addr);
+        let layout = layout_of(block.objects);
+        debug_assert!(addr < start + layout.size(), "udcache_gp: a slot outside its run");
+        block.alive -= 1;
+        if block.alive > 0 {
+            self.holes.insert(addr);
+            return None;
+        }
+        self.blocks.remove(&start);
+        // The block's other slots are all holes now: they go with it (one removal each, so
+        // the cost is the block's, not the table's: `split_off` and `append` would move every
+        // hole above it).
+        let gone: Vec<usize> = self.holes.range(start..start + layout.size()).copied().collect();
+        for hole in gone {
+            self.holes.remove(&hole);
+        }
+        Some((start, layout))
     }
 
     /// Takes up to `n` holes, lowest first, counting each back into its block.
