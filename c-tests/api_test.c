@@ -285,6 +285,7 @@ static void test_names(void) {
     CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("f"), &bad), -EMLINK);
     /* Unknown parent inodes. */
     CHECK_EQ(udc_add(c, 999, S("f"), &file), -ESTALE);
+    CHECK_EQ(udc_add(c, 999, S("f"), &bad), -ESTALE); /* the parent first, whatever else */
     CHECK_EQ(udc_add_negative(c, 999, S("f")), -ESTALE);
     CHECK_EQ(udc_lookup(c, 999, S("f"), &out), -ESTALE);
     CHECK_EQ(udc_resolve(c, 999, S("f"), &out), -ESTALE);
@@ -355,6 +356,9 @@ static void test_names(void) {
     CHECK_EQ(udc_rename(c, 999, S("f"), 2, S("z"), 0), -ESTALE);
     CHECK_EQ(udc_rename(c, 2, S("f"), 999, S("z"), 0), -ESTALE);
     CHECK_EQ(udc_rename(c, 2, S("f"), 3, S("z"), 0), -ENOTDIR);
+    /* Onto itself: nothing to do, but the target exists for NOREPLACE (as for renameat2). */
+    CHECK_EQ(udc_rename(c, 2, S("f"), 2, S("f"), UDC_RENAME_NOREPLACE), -EEXIST);
+    CHECK_EQ(udc_rename(c, 2, S("f"), 2, S("f"), 0), 0);
     CHECK(same(before, count_of(c)));
     CHECK_EQ(look(c, 2, "f", &ino), UDC_POSITIVE);
     CHECK_EQ(ino, 3);
@@ -471,6 +475,16 @@ static void test_walk(void) {
     udc_walk_result small = {.size = sizeof small - 1, .kind = 77};
     CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a"), &small), -EINVAL);
     CHECK_EQ(small.kind, 77);
+
+    /* `..` up to a directory no longer cached (forgotten while its child stayed) is -ESTALE,
+       as naming it would be: a MISS would send the caller to resolve "..", which is refused. */
+    CHECK_EQ(udc_forget(c, 2, 1), 0);
+    w = untouched;
+    CHECK_EQ(udc_walk(c, 3, S(".."), &w), -ESTALE);
+    CHECK_EQ(udc_walk(c, 3, S("../x"), &w), -ESTALE);
+    CHECK_EQ(w.kind, 77);
+    CHECK_EQ(udc_walk(c, 3, S("."), &w), UDC_WALK_FOUND); /* 3 itself is still cached */
+    CHECK_EQ(w.entry.ino, 3);
     udc_cache_destroy(c);
 }
 

@@ -38,7 +38,7 @@
  *
  * CALLBACKS (struct udc_ops)
  *   - Each runs on the thread that called the udc_ function that needed it:
- *       lookup      udc_resolve; udc_walk_as (a name the revalidate callback found invalid)
+ *       lookup      udc_resolve (a miss, or a name the revalidate callback found invalid)
  *       readdir     udc_readdir
  *       revalidate  may_block = 1: udc_resolve, udc_walk_as (a name no longer trusted: its
  *                   timeout passed, or it is negative and its directory changed)
@@ -841,8 +841,8 @@ int udc_resolve(struct udc_cache *cache,
  *
  * Returns `out->kind` (>= 0; see `UDC_WALK_*`), or `-EINVAL` (NULL `cache`, `out` or `path`
  * with `len > 0`; `len` over `PTRDIFF_MAX`; a component with a NUL, or `out->size` too
- * small), `-ENAMETOOLONG` (a component over 255 bytes), `-ESTALE` (`root` not cached),
- * `-EBADF`.
+ * small), `-ENAMETOOLONG` (a component over 255 bytes), `-ESTALE` (`root` not cached, or
+ * the directory a `..` climbs to is no longer cached), `-EBADF`.
  *
  * # Safety
  *
@@ -924,7 +924,8 @@ int udc_unlink(struct udc_cache *cache, uint64_t parent, const char *name, size_
 /**
  * Moves the name `oldname` in `oldparent` to `newname` in `newparent` (a positive target is
  * replaced), atomically for every concurrent `udc_walk`. `flags`: 0, `UDC_RENAME_NOREPLACE`
- * or `UDC_RENAME_EXCHANGE`. Renaming a name onto another name of the same inode does nothing.
+ * or `UDC_RENAME_EXCHANGE`. Renaming a name onto itself or another name of the same inode
+ * does nothing (with `UDC_RENAME_NOREPLACE` it is `-EEXIST`, as for `renameat2`).
  * Not checked (the filesystem's job): that a directory is not moved below itself.
  *
  * Returns 0, or `-EINVAL` (unknown or both flags; bad name), `-ENAMETOOLONG`, `-ESTALE`,
@@ -1013,8 +1014,9 @@ int udc_shrink(struct udc_cache *cache, size_t n);
  * Returns 1 at the end of the directory, 0 if more may follow, or `-EINVAL` (NULL pointer;
  * `max` 0, or `max * sizeof(struct udc_dirent)` over `PTRDIFF_MAX`; a cookie never issued
  * that the callback cannot resume at), `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-ENOSYS`
- * (no readdir callback), `-ELOOP` (the callback repeated a cookie), `-EIO` (the callback
- * broke its contract), the callback's own `-errno`, `-EBADF`.
+ * (no readdir callback), `-ELOOP` (the callback repeated a cookie or returned 0, gave an
+ * empty batch that is not the end, or its batches lead round in a cycle), `-EIO` (the
+ * callback broke its contract), the callback's own `-errno`, `-EBADF`.
  * On error `*count` is unchanged.
  *
  * # Safety
@@ -1106,17 +1108,19 @@ int udc_set_entry_timeout(struct udc_cache *cache,
  * access checks). Lockless as `udc_walk` while every name is trusted, every search right is
  * the directory's most recent access result, and the revalidate callback answers without
  * blocking; otherwise the blocking work is done on this thread with no lock held (the
- * `revalidate` callback with `may_block` 1, `lookup` for a name found invalid, `access` for a
- * search right not cached) and the walk starts again, at most 4 + 2 per path component times,
- * using for one more use what that blocking work was just told (so a name whose timeout is 0,
- * "revalidate at every use", is asked about once per walk). Counts no lookup.
+ * `revalidate` callback with `may_block` 1, `access` for a search right not cached) and the
+ * walk starts again, at most 4 + 2 per path component times, using for one more use what
+ * that blocking work was just told (so a name whose timeout is 0, "revalidate at every use",
+ * is asked about once per walk). Counts no lookup.
  *
  * Returns `out->kind` (>= 0): the `UDC_WALK_*` of `udc_walk` (a `MISS` only for a name never
- * cached or dropped meanwhile: resolve it with `udc_resolve`), or `UDC_WALK_DENIED`. Errors:
- * those of `udc_walk`; `-EINVAL` also for a bad `cred`; a callback's `-errno`; `-EIO` for a
- * callback that broke its contract; `-EMLINK` as for `udc_resolve` (a directory renamed
- * behind the cache is moved, as there); `-EAGAIN` when the walk still needed blocking work
- * after its last round (names or directories changing under it faster than it can walk).
+ * cached, dropped meanwhile, or dropped by this walk because the revalidate callback found it
+ * invalid; the lookup callback is not called here: resolve it with `udc_resolve`), or
+ * `UDC_WALK_DENIED`. Errors: those of `udc_walk`; `-EINVAL` also for a bad `cred`; a
+ * callback's `-errno`; `-EIO` for a callback that broke its contract; `-EMLINK` as for
+ * `udc_resolve` (a directory renamed behind the cache is moved, as there); `-EAGAIN` when the
+ * walk still needed blocking work after its last round (names or directories changing under
+ * it faster than it can walk).
  *
  * # Safety
  *

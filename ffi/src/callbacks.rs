@@ -4,7 +4,8 @@
 //!
 //! A callback runs on the thread that called the `udc_` function that needed it:
 //!
-//! - `lookup`: `udc_resolve`, `udc_walk_as` (a name found invalid is looked up again);
+//! - `lookup`: `udc_resolve` (a miss, or a name found invalid: it is looked up again there;
+//!   `udc_walk_as` drops such a name and returns `UDC_WALK_MISS` for it);
 //! - `readdir`: `udc_readdir`;
 //! - `revalidate` with `may_block` 1: `udc_resolve` and `udc_walk_as` (a cached name whose
 //!   timeout passed or whose directory changed);

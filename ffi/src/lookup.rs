@@ -166,8 +166,8 @@ pub unsafe extern "C" fn udc_resolve(
 ///
 /// Returns `out->kind` (>= 0; see `UDC_WALK_*`), or `-EINVAL` (NULL `cache`, `out` or `path`
 /// with `len > 0`; `len` over `PTRDIFF_MAX`; a component with a NUL, or `out->size` too
-/// small), `-ENAMETOOLONG` (a component over 255 bytes), `-ESTALE` (`root` not cached),
-/// `-EBADF`.
+/// small), `-ENAMETOOLONG` (a component over 255 bytes), `-ESTALE` (`root` not cached, or
+/// the directory a `..` climbs to is no longer cached), `-EBADF`.
 ///
 /// # Safety
 ///

@@ -115,7 +115,8 @@ pub unsafe extern "C" fn udc_unlink(
 
 /// Moves the name `oldname` in `oldparent` to `newname` in `newparent` (a positive target is
 /// replaced), atomically for every concurrent `udc_walk`. `flags`: 0, `UDC_RENAME_NOREPLACE`
-/// or `UDC_RENAME_EXCHANGE`. Renaming a name onto another name of the same inode does nothing.
+/// or `UDC_RENAME_EXCHANGE`. Renaming a name onto itself or another name of the same inode
+/// does nothing (with `UDC_RENAME_NOREPLACE` it is `-EEXIST`, as for `renameat2`).
 /// Not checked (the filesystem's job): that a directory is not moved below itself.
 ///
 /// Returns 0, or `-EINVAL` (unknown or both flags; bad name), `-ENAMETOOLONG`, `-ESTALE`,

@@ -130,8 +130,9 @@ pub(crate) fn call_readdir(
 /// Returns 1 at the end of the directory, 0 if more may follow, or `-EINVAL` (NULL pointer;
 /// `max` 0, or `max * sizeof(struct udc_dirent)` over `PTRDIFF_MAX`; a cookie never issued
 /// that the callback cannot resume at), `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-ENOSYS`
-/// (no readdir callback), `-ELOOP` (the callback repeated a cookie), `-EIO` (the callback
-/// broke its contract), the callback's own `-errno`, `-EBADF`.
+/// (no readdir callback), `-ELOOP` (the callback repeated a cookie or returned 0, gave an
+/// empty batch that is not the end, or its batches lead round in a cycle), `-EIO` (the
+/// callback broke its contract), the callback's own `-errno`, `-EBADF`.
 /// On error `*count` is unchanged.
 ///
 /// # Safety

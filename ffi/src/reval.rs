@@ -240,17 +240,19 @@ pub unsafe extern "C" fn udc_set_entry_timeout(
 /// access checks). Lockless as `udc_walk` while every name is trusted, every search right is
 /// the directory's most recent access result, and the revalidate callback answers without
 /// blocking; otherwise the blocking work is done on this thread with no lock held (the
-/// `revalidate` callback with `may_block` 1, `lookup` for a name found invalid, `access` for a
-/// search right not cached) and the walk starts again, at most 4 + 2 per path component times,
-/// using for one more use what that blocking work was just told (so a name whose timeout is 0,
-/// "revalidate at every use", is asked about once per walk). Counts no lookup.
+/// `revalidate` callback with `may_block` 1, `access` for a search right not cached) and the
+/// walk starts again, at most 4 + 2 per path component times, using for one more use what
+/// that blocking work was just told (so a name whose timeout is 0, "revalidate at every use",
+/// is asked about once per walk). Counts no lookup.
 ///
 /// Returns `out->kind` (>= 0): the `UDC_WALK_*` of `udc_walk` (a `MISS` only for a name never
-/// cached or dropped meanwhile: resolve it with `udc_resolve`), or `UDC_WALK_DENIED`. Errors:
-/// those of `udc_walk`; `-EINVAL` also for a bad `cred`; a callback's `-errno`; `-EIO` for a
-/// callback that broke its contract; `-EMLINK` as for `udc_resolve` (a directory renamed
-/// behind the cache is moved, as there); `-EAGAIN` when the walk still needed blocking work
-/// after its last round (names or directories changing under it faster than it can walk).
+/// cached, dropped meanwhile, or dropped by this walk because the revalidate callback found it
+/// invalid; the lookup callback is not called here: resolve it with `udc_resolve`), or
+/// `UDC_WALK_DENIED`. Errors: those of `udc_walk`; `-EINVAL` also for a bad `cred`; a
+/// callback's `-errno`; `-EIO` for a callback that broke its contract; `-EMLINK` as for
+/// `udc_resolve` (a directory renamed behind the cache is moved, as there); `-EAGAIN` when the
+/// walk still needed blocking work after its last round (names or directories changing under
+/// it faster than it can walk).
 ///
 /// # Safety
 ///

@@ -227,10 +227,10 @@ impl Model {
 
     fn add(&mut self, parent: u64, name: &[u8], spec: InodeSpec) -> Result<(), Error> {
         validate_name(name)?;
+        self.check_dir(parent)?;
         if spec.ino == ROOT_INO {
             return Err(Error::DirectoryAlias(ROOT_INO));
         }
-        self.check_dir(parent)?;
         if let Some(i) = self.inodes.get(&spec.ino) {
             if i.spec.kind != spec.kind {
                 return Err(Error::KindMismatch { ino: spec.ino });
@@ -285,8 +285,8 @@ impl Model {
         let moving = self.positive(from.0, from.1).ok_or(Error::NotFound)?;
         let target = self.positive(to.0, to.1);
         match (target, mode) {
-            (Some(t), _) if t == moving => return Ok(()),
             (Some(_), Mode::NoReplace) => return Err(Error::Exists),
+            (Some(t), _) if t == moving => return Ok(()),
             (None, Mode::Exchange) => return Err(Error::NotFound),
             _ => {}
         }
@@ -337,10 +337,8 @@ impl Model {
                     None => return Ok(MWalk::Miss(here, at)),
                 },
             };
-            cur = match self.inodes.get(&next) {
-                Some(i) => i,
-                None => return Ok(MWalk::Miss(here, at)),
-            };
+            // Only `..` can lead to an inode no longer cached (a forgotten parent).
+            cur = self.inodes.get(&next).ok_or(Error::UnknownInode(next))?;
         }
         Ok(MWalk::Found(cur.spec.ino))
     }

@@ -19,12 +19,18 @@
 //!   slot or `NEGATIVE` bit holds the stripe of `(parent, name)`. Two stripes are taken in
 //!   ascending order.
 //! - **Inode stripe locks** (`inode_locks`): held to create an inode, change its lookup count
-//!   or drop it, so `add` and `forget` of one number are serialised; and, inside a rename
-//!   section, across a move of names (`lock_moving`), so `add`, which checks under the stripe
-//!   that a directory has no name yet, cannot give a moving directory a second one.
+//!   or drop it, so `add` and `forget` of one number are serialised; by `add` and
+//!   `add_negative` on the *parent's* number too, from the check that it is cached to the
+//!   filing, so a parent's last `forget` (which drops everything below it under its stripe)
+//!   cannot leave a name filed under a number no longer cached; and, inside a rename section,
+//!   across a move of names (`lock_moving`), so `add`, which checks under the stripe that a
+//!   directory has no name yet, cannot give a moving directory a second one. `add` of a
+//!   directory cached without a name (its name was shrunk, unlinked or invalidated away) opens
+//!   a rename section first: it moves the directory's `..`.
 //! - **Rename lock and sequence**: see [`crate::rename`].
-//! - **Lock order**: rename lock → inode stripes (two, ascending, only for a rename section's
-//!   exchange) → name stripes (ascending) → an inode's alias list → neghash's locks.
+//! - **Lock order**: rename lock → inode stripes (two, ascending: a rename section's exchange,
+//!   and `add`'s inode and parent) → name stripes (ascending) → an inode's alias list →
+//!   neghash's locks.
 //! - **Publish and retire**: an inode becomes reachable by a `Release` store of a slot or a
 //!   neghash insert (both `Release`); a removed entry is freed through the epoch, after every
 //!   reader pinned at the time, and an inode whose last count is dropped is reused by its pool
@@ -525,39 +531,64 @@ impl Dcache {
         asked: Option<u32>,
         count: bool,
     ) -> Result<(), Error> {
-        if spec.ino == ROOT_INO {
-            return Err(Error::DirectoryAlias(ROOT_INO));
-        }
-        self.check_dir(parent)?;
-        let _inode_lock = self.lock_inode(spec.ino);
-        let existing = self.inode_arc(spec.ino);
-        let inode = match &existing {
-            Some(i) if i.kind() != spec.kind => return Err(Error::KindMismatch { ino: spec.ino }),
-            Some(i) if i.kind() == FileType::Directory && i.has_alias() => {
-                return Err(Error::DirectoryAlias(spec.ino));
+        // Naming a directory that is cached without a name moves its `..`: that needs a
+        // rename section (a walk that went through its old name must not read the new `..`).
+        // Taken before the stripes (the lock order), so decided before looking under them.
+        let mut section = None;
+        let (_inode_locks, existing) = loop {
+            // The inode's stripe serialises `add` and `forget` of it; the parent's keeps the
+            // parent's last `forget` (which holds it while dropping what is below) from
+            // running between the check below and the filing.
+            let locks = self.lock_moving(spec.ino, Some(parent));
+            // The parent first: an uncached one is `UnknownInode` whatever else is wrong.
+            self.check_dir(parent)?;
+            if spec.ino == ROOT_INO {
+                return Err(Error::DirectoryAlias(ROOT_INO));
             }
+            match self.inode_arc(spec.ino) {
+                Some(i) if i.kind() != spec.kind => {
+                    return Err(Error::KindMismatch { ino: spec.ino });
+                }
+                Some(i) if i.kind() == FileType::Directory && i.has_alias() => {
+                    return Err(Error::DirectoryAlias(spec.ino));
+                }
+                Some(i) if i.kind() == FileType::Directory && section.is_none() => {
+                    drop(locks);
+                    section = Some(self.write_section());
+                }
+                existing => break (locks, existing),
+            }
+        };
+        let inode = match &existing {
             Some(i) => i.clone(),
             None => InodeRef::new(&self.pool, spec, parent, 0),
         };
         let names = self.lock_names((parent, name), None);
         let guard = epoch::pin();
         let valid = self.validity(parent, false, asked);
-        let (dentry, _) = self.put((parent, name), &inode, valid, &guard, &names, false)?;
+        // A nameless directory's new `..` is in place before its name is published.
+        let reparented = (existing.is_some() && spec.kind == FileType::Directory).then(|| {
+            let old = inode.parent();
+            inode.set_parent(parent);
+            old
+        });
+        let (dentry, _) = match self.put((parent, name), &inode, valid, &guard, &names, false) {
+            Ok(put) => put,
+            Err(e) => {
+                if let Some(old) = reparented {
+                    inode.set_parent(old);
+                }
+                return Err(e);
+            }
+        };
         self.name_linked((parent, name), &inode, &names);
         drop(dentry);
         drop(names);
         self.note_added(parent, name, asked.is_none());
-        match existing {
-            None => {
-                let slot = Slot::positive(inode.clone());
-                let inserted =
-                    self.inodes.insert(INODE_KEY_PARENT, &ino_key(spec.ino), false, slot);
-                debug_assert!(inserted.is_ok(), "inode {} added twice", spec.ino);
-            }
-            // A directory that had no name: its parent is the new one. No walker can be
-            // standing on it through a name, so no rename section is needed.
-            Some(_) if spec.kind == FileType::Directory => inode.set_parent(parent),
-            Some(_) => {}
+        if existing.is_none() {
+            let slot = Slot::positive(inode.clone());
+            let inserted = self.inodes.insert(INODE_KEY_PARENT, &ino_key(spec.ino), false, slot);
+            debug_assert!(inserted.is_ok(), "inode {} added twice", spec.ino);
         }
         if count {
             inode.set_lookups(inode.lookups() + 1);
@@ -615,6 +646,9 @@ impl Dcache {
         name: &[u8],
         asked: Option<u32>,
     ) -> Result<(), Error> {
+        // The parent's stripe keeps its last `forget` (which holds it while dropping what is
+        // below) from running between this check and the filing.
+        let _parent_lock = self.lock_inode(parent);
         // Borrowed under a guard, not counted: a miss writes no count on its directory.
         let guard = epoch::pin();
         let dir = self.inode(&guard, parent).ok_or(Error::UnknownInode(parent))?;

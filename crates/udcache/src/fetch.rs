@@ -325,9 +325,14 @@ impl Dcache {
         self.events.bump(Event::BackendLookup);
         match fs.lookup(parent, name) {
             Err(errno) => Err(Error::Backend(errno)),
-            Ok(None) => self
-                .file_negative(parent, name, Some(generation))
-                .map(|()| Some(Resolved::Negative)),
+            Ok(None) => match self.file_negative(parent, name, Some(generation)) {
+                Ok(()) => Ok(Some(Resolved::Negative)),
+                // The name was filed positive while the filesystem answered (an `add` after a
+                // create that overtook this lookup): that answer is newer and stands. Look
+                // again, as after a dropped dentry.
+                Err(Error::Exists) => Ok(None),
+                Err(e) => Err(e),
+            },
             Ok(Some(spec)) => self.file_found(parent, name, spec, generation),
         }
     }
@@ -347,8 +352,11 @@ impl Dcache {
                 filed => filed.map(|()| Spliced::Done),
             };
             match filed {
-                // Filed, or filed by a racing `add` meanwhile (which stands).
-                Ok(Spliced::Done) | Err(Error::Exists) => return Ok(Some(Resolved::Found(spec))),
+                Ok(Spliced::Done) => return Ok(Some(Resolved::Found(spec))),
+                // Filed by a racing `add` meanwhile, perhaps naming another inode: that stands,
+                // and the caller answers with what is cached now. Look again, as after a
+                // dropped dentry.
+                Err(Error::Exists) => return Ok(None),
                 Ok(Spliced::Retry) => continue,
                 Err(e) => return Err(e),
             }

@@ -56,7 +56,9 @@ impl Dcache {
     /// progress while the directory changes (see [`udcache_readdir`]).
     ///
     /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`], [`Error::Readdir`] (a cookie
-    /// never issued, the filesystem's own failure, `max == 0`).
+    /// the cache does not hold and `fs.readdir` cannot resume at, the filesystem's own
+    /// failure, a listing that loops, `max == 0`). A cookie the cache never issued is the
+    /// filesystem's to judge: one its `readdir` accepts is read there, like any other.
     ///
     /// ```
     /// use std::sync::Arc;

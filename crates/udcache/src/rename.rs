@@ -13,9 +13,9 @@
 //!   one instant by itself. The last `forget` of a non-directory takes the rename lock without
 //!   a section: the names it drops must not be moved by a rename meanwhile.
 //! - **Lock order**: rename lock, then inode stripe locks (ascending; a move holds the stripes
-//!   of the inodes it names anew, so `add` cannot name a moving directory twice), then name
-//!   stripe locks (ascending),
-//!   then an inode's alias list, then neghash's bucket and LRU locks.
+//!   of the inodes it names anew, so `add` cannot name a moving directory twice; `add` holds
+//!   its inode's and its parent's), then name stripe locks (ascending), then an inode's alias
+//!   list, then neghash's bucket and LRU locks.
 //! - **What a lockless walker may observe**: any mixture of states while a section is open; it
 //!   notices by reading `seq` before (`read_begin`, refusing an odd value) and after
 //!   (`read_valid`), and then walks again holding the rename lock (the fallback, counted in
@@ -144,8 +144,9 @@ impl crate::Dcache {
     /// lockless walk that overlaps it falls back and walks again, so no walk sees a state
     /// between its steps. The old name is left as the [`UnlinkPolicy`]
     /// says; a replaced target's inode stays cached (until `forget`). Renaming a name onto
-    /// itself, or onto another name of the same inode, does nothing. Both directories'
-    /// listings are marked changed.
+    /// itself, or onto another name of the same inode, does nothing (with
+    /// [`RenameMode::NoReplace`] it is [`Error::Exists`], as `renameat2` says: the target is
+    /// positive). Both directories' listings are marked changed.
     ///
     /// Not checked (the filesystem's job, as in FUSE): that a directory is not moved into its
     /// own subtree, and that a directory replaces only an empty directory.
@@ -301,8 +302,10 @@ impl crate::Dcache {
             return Err(Error::NotFound);
         };
         match self.step(guard, to.0, to.1) {
-            Lookup::Hit(target) if std::ptr::eq(target, moving) => Ok(false),
+            // Even the source's own inode: `renameat2(RENAME_NOREPLACE)` checks the target
+            // before it looks at what the target is.
             Lookup::Hit(_) if mode == RenameMode::NoReplace => Err(Error::Exists),
+            Lookup::Hit(target) if std::ptr::eq(target, moving) => Ok(false),
             Lookup::Hit(_) => Ok(true),
             _ if mode == RenameMode::Exchange => Err(Error::NotFound),
             _ => Ok(true),

@@ -76,7 +76,8 @@ pub enum Revalidate {
         /// How long, from now.
         ttl: Option<Duration>,
     },
-    /// It no longer holds: the cache drops the dentry and the name is looked up again.
+    /// It no longer holds: the cache drops the dentry. [`Dcache::resolve`] then looks the name
+    /// up again; a walk ([`Dcache::walk_as`]) ends there as a [`Walk::Miss`](crate::Walk::Miss).
     Invalid,
     /// The filesystem cannot tell without blocking (only when asked with `may_block = false`;
     /// answered with `may_block = true` it is taken as `Invalid`).

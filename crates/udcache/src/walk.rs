@@ -21,8 +21,9 @@
 //!   ([`Dcache::walk_as`] asks the filesystem first, without blocking.)
 //! - `.` stays, `..` goes to the directory's parent (the root's parent is itself; the walk does
 //!   not stop at the `root` argument: `..` from it climbs, as `..` from a non-root process
-//!   working directory does). Empty components (`a//b`, a leading or trailing `/`) are
-//!   skipped.
+//!   working directory does); a parent no longer cached (forgotten while the directory stayed)
+//!   ends the walk with [`Error::UnknownInode`] of the parent, as naming it would. Empty
+//!   components (`a//b`, a leading or trailing `/`) are skipped.
 //! - Symlinks are **reported, not followed**: a symlink met before the last component ends the
 //!   walk with [`Walk::Symlink`], telling the caller where the rest of the path starts, so it
 //!   can read the link's target (the cache does not hold targets) and walk again with a depth
@@ -136,7 +137,8 @@ impl Dcache {
     /// more under the rename lock). See the [module rules](crate::walk).
     ///
     /// Errors: a component that is not a valid name ([`Error::InvalidName`], checked before any
-    /// lookup); `root` not cached ([`Error::UnknownInode`]).
+    /// lookup); `root` not cached, or a directory whose parent `..` names no longer cached
+    /// ([`Error::UnknownInode`]).
     ///
     /// ```
     /// use udcache::{Config, Dcache, FileType, InodeSpec, ROOT_INO, Walk, epoch};
@@ -230,7 +232,12 @@ impl Dcache {
             let dir = cur.inode;
             let found = match name {
                 b"." => Found::Hit(cur),
-                b".." => self.inode(guard, dir.parent()).map_or(Lookup::Miss, Lookup::Hit).into(),
+                // A parent the cache no longer holds (forgotten while this directory stayed)
+                // is not a miss: no lookup of a name can bring it back.
+                b".." => Lookup::Hit(
+                    self.inode(guard, dir.parent()).ok_or(Error::UnknownInode(dir.parent()))?,
+                )
+                .into(),
                 _ => match self.checked(
                     guard,
                     cur.ino,

@@ -117,6 +117,8 @@ fn add_refusals_change_nothing() {
     refused(&c, Error::DirectoryAlias(2), |c| c.add(ROOT_INO, b"e", dir(2)));
     refused(&c, Error::DirectoryAlias(ROOT_INO), |c| c.add(2, b"r", dir(ROOT_INO)));
     refused(&c, Error::UnknownInode(77), |c| c.add(77, b"x", file(5)));
+    // An uncached parent is reported first, as everywhere, whatever else is wrong.
+    refused(&c, Error::UnknownInode(77), |c| c.add(77, b"r", dir(ROOT_INO)));
     refused(&c, Error::NotDirectory(3), |c| c.add(3, b"x", file(5)));
     refused(&c, Error::InvalidName(InvalidName::Slash), |c| c.add(ROOT_INO, b"a/b", file(5)));
     refused(&c, Error::Exists, |c| c.add_negative(ROOT_INO, b"f"));
@@ -198,9 +200,14 @@ fn rename_replace_noreplace_and_refusals() {
     refused(&c, Error::InvalidName(InvalidName::Dot), |c| {
         c.rename(ROOT_INO, b"a", ROOT_INO, b"..", RenameMode::Replace)
     });
-    // Onto itself and onto another name of the same inode: nothing happens.
-    c.rename(ROOT_INO, b"a", ROOT_INO, b"a", RenameMode::NoReplace).unwrap();
+    // Onto itself and onto another name of the same inode: nothing happens, except that the
+    // target exists for NoReplace (as `renameat2` checks it).
+    c.rename(ROOT_INO, b"a", ROOT_INO, b"a", RenameMode::Replace).unwrap();
+    refused(&c, Error::Exists, |c| c.rename(ROOT_INO, b"a", ROOT_INO, b"a", RenameMode::NoReplace));
     c.add(ROOT_INO, b"a2", file(2)).unwrap();
+    refused(&c, Error::Exists, |c| {
+        c.rename(ROOT_INO, b"a", ROOT_INO, b"a2", RenameMode::NoReplace)
+    });
     c.rename(ROOT_INO, b"a", ROOT_INO, b"a2", RenameMode::Replace).unwrap();
     assert_eq!((look(&c, ROOT_INO, b"a"), look(&c, ROOT_INO, b"a2")), (Some(2), Some(2)));
     // Replace: b's inode loses its name but stays cached until forgotten.
@@ -304,6 +311,21 @@ fn walk_dots_symlinks_and_ends() {
     assert!(matches!(c.walk(&g, ROOT_INO, "a/\0/f"), Err(Error::InvalidName(InvalidName::Nul))));
     assert!(matches!(c.walk(&g, 42, "a"), Err(Error::UnknownInode(42))));
     assert_eq!(c.stats().walk_fallbacks, 0, "no rename, no fallback");
+}
+
+#[test]
+fn dotdot_to_a_parent_no_longer_cached_is_an_unknown_inode_not_a_miss() {
+    let c = cache();
+    c.add(ROOT_INO, b"d", dir(3)).unwrap();
+    c.add(3, b"e", dir(4)).unwrap();
+    // The kernel forgets the parent while the child stays cached.
+    c.forget(3, 1).unwrap();
+    let g = epoch::pin();
+    // A miss would send the caller to resolve `..`, which no lookup can name: the parent is
+    // an inode the cache does not hold, as if the caller had named it.
+    assert!(matches!(c.walk(&g, 4, ".."), Err(Error::UnknownInode(3))));
+    assert!(matches!(c.walk(&g, 4, "../x"), Err(Error::UnknownInode(3))));
+    assert!(matches!(c.walk(&g, 4, "."), Ok(Walk::Found(i)) if i.ino() == 4));
 }
 
 #[test]

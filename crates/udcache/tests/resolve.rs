@@ -162,3 +162,63 @@ fn a_filesystem_that_panics_still_ends_its_call() {
     assert_eq!(cache.resolve(&*fs, ROOT_INO, b"x"), Ok(Resolved::Negative));
     assert_eq!(fs.calls.load(Ordering::SeqCst), 2);
 }
+
+/// Answers "no such file", but only after the name was created meanwhile: another thread's
+/// create and `add` ran between this backing lookup and its answer being filed (made
+/// deterministic by doing the `add` inside the call).
+struct CreatedDuringTheCall<'c> {
+    cache: &'c Dcache,
+    calls: AtomicU64,
+}
+
+impl Filesystem for CreatedDuringTheCall<'_> {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            let spec = InodeSpec { ino: 7, kind: FileType::Regular, fs_data: 0 };
+            self.cache.add(parent, name, spec).unwrap();
+        }
+        Ok(None)
+    }
+}
+
+#[test]
+fn a_negative_answer_overtaken_by_an_add_resolves_to_the_added_name() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let fs = CreatedDuringTheCall { cache: &cache, calls: AtomicU64::new(0) };
+    // The stale "no such file" is not filed over the newer positive, and the caller gets the
+    // name as cached (with its lookup counted), not an error no lookup can answer.
+    let answer = cache.resolve(&fs, ROOT_INO, b"new");
+    assert!(matches!(answer, Ok(Resolved::Found(spec)) if spec.ino == 7), "{answer:?}");
+    assert_eq!(fs.calls.load(Ordering::SeqCst), 1);
+    let g = epoch::pin();
+    let Ok(Lookup::Hit(inode)) = cache.lookup(&g, ROOT_INO, b"new") else { panic!("not cached") };
+    assert_eq!((inode.ino(), inode.lookups()), (7, 2), "the add's lookup and the resolve's");
+}
+
+/// Answers that `new` is inode 7 (a file cached under another name too), but only after a
+/// racing create filed `new` as inode 8.
+struct FiledAsAnotherInode<'c> {
+    cache: &'c Dcache,
+}
+
+impl Filesystem for FiledAsAnotherInode<'_> {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        let spec = |ino| InodeSpec { ino, kind: FileType::Regular, fs_data: 0 };
+        self.cache.add(parent, name, spec(8)).unwrap();
+        Ok(Some(spec(7)))
+    }
+}
+
+#[test]
+fn a_positive_answer_overtaken_by_an_add_resolves_to_what_the_add_filed() {
+    let cache = Dcache::new(Config::for_entries(64));
+    cache
+        .add(ROOT_INO, b"other", InodeSpec { ino: 7, kind: FileType::Regular, fs_data: 0 })
+        .unwrap();
+    let answer = cache.resolve(&FiledAsAnotherInode { cache: &cache }, ROOT_INO, b"new");
+    // The caller replies with the inode the name holds, and that is the one counted.
+    assert!(matches!(answer, Ok(Resolved::Found(spec)) if spec.ino == 8), "{answer:?}");
+    let g = epoch::pin();
+    let counted = |ino| cache.inode(&g, ino).unwrap().lookups();
+    assert_eq!((counted(7), counted(8)), (1, 2), "7: its add; 8: its add and the resolve");
+}

@@ -103,12 +103,15 @@ fn a_name_created_while_the_filesystem_answered_stands() {
     cache.add(ROOT_INO, b"old", dir(2)).unwrap();
     let create = || cache.add(ROOT_INO, b"new", file(5)).unwrap();
     let fs = Answers { answers: MOVED, before: &create };
-    // The create came after the answer was read: it stands, as against a file answer.
-    assert_eq!(cache.resolve(&fs, ROOT_INO, b"new"), Ok(Resolved::Found(dir(2))));
+    // The create came after the answer was read: it stands, as against a file answer, and it
+    // is what the caller is answered (and what its lookup counts), as the name holds it.
+    assert_eq!(cache.resolve(&fs, ROOT_INO, b"new"), Ok(Resolved::Found(file(5))));
     assert_eq!(hit(&cache, ROOT_INO, b"new"), Some(5));
     assert_eq!(hit(&cache, ROOT_INO, b"old"), Some(2), "nothing moved");
     let guard = epoch::pin();
     assert_eq!(cache.inode(&guard, 5).unwrap().aliases(), [(ROOT_INO, b"new".to_vec())]);
+    assert_eq!(cache.inode(&guard, 5).unwrap().lookups(), 2, "the create's and the resolve's");
+    assert_eq!(cache.inode(&guard, 2).unwrap().lookups(), 1, "only its add");
 }
 
 #[test]
