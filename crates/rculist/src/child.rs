@@ -29,8 +29,10 @@
 //! - a walk of the positives sees `x` at most once; a reader standing on `x` when it moves
 //!   continues into the negatives (it sees negative entries and misses the positives after `x`);
 //! - a walk of the negatives sees `x` at most once;
-//! - a walk of all children ([`ChildList::iter_all`]) sees `x` once or twice (twice if it had
-//!   passed `x` among the positives), and may miss positives after `x` if it stood on `x`;
+//! - a walk of all children ([`ChildList::iter_all`]) sees `x` at most twice (twice if it had
+//!   passed `x` among the positives; never if it passed `x`'s old place after the unlink and
+//!   reached the negatives before the relink), and may miss positives after `x` if it stood
+//!   on `x`;
 //! - every other entry is seen exactly once unless the reader stood on `x`.
 //!
 //! Every such walk reports the move through `valid()`; a walk that returns `valid() == true`
@@ -124,8 +126,8 @@ impl<A: Adapter<Link = Link>> ChildList<A> {
         ChildWriter { sides: self.sides(), _held: Held::external() }
     }
 
-    fn sides(&self) -> [ListWriter<'_, A>; 2] {
-        [ListWriter::over(&self.positive), ListWriter::over(&self.negative)]
+    fn sides(&self) -> [&RawList<A>; 2] {
+        [&self.positive, &self.negative]
     }
 }
 
@@ -147,38 +149,59 @@ impl<A: Adapter<Link = Link>> fmt::Debug for ChildList<A> {
 /// Proof that the holder is the [`ChildList`]'s only writer.
 pub struct ChildWriter<'l, A: Adapter<Link = Link>> {
     /// `[positive, negative]`.
-    sides: [ListWriter<'l, A>; 2],
+    sides: [&'l RawList<A>; 2],
     _held: Held<'l>,
 }
 
 impl<'l, A: Adapter<Link = Link>> ChildWriter<'l, A> {
-    /// The positive side, with every [`ListWriter`] operation.
-    pub fn positive(&mut self) -> &mut ListWriter<'l, A> {
-        &mut self.sides[0]
+    /// The positive side, with every [`ListWriter`] operation. A writer of its own, borrowed
+    /// from this one: it cannot outlive the lock (a `&mut` to a writer of the lock's lifetime
+    /// could be swapped out with `mem::replace` and kept after the unlock, making a second
+    /// writer of the side possible).
+    ///
+    /// ```compile_fail
+    /// use udcache_rculist::{ChildList, Link, List, adapter};
+    /// struct Child { link: Link }
+    /// adapter!(ChildAdapter = Child { link: Link });
+    ///
+    /// let (dir, other) = (ChildList::<ChildAdapter>::new(), List::<ChildAdapter>::new());
+    /// let mut w = dir.lock();
+    /// // The side's writer cannot be swapped out of the lock's writer and kept.
+    /// let stolen = std::mem::replace(w.positive(), other.lock());
+    /// drop(w);
+    /// drop(stolen);
+    /// ```
+    pub fn positive(&mut self) -> ListWriter<'_, A> {
+        ListWriter::over(self.sides[0])
     }
 
-    /// The negative side, with every [`ListWriter`] operation.
-    pub fn negative(&mut self) -> &mut ListWriter<'l, A> {
-        &mut self.sides[1]
+    /// The negative side, as [`positive`](Self::positive).
+    pub fn negative(&mut self) -> ListWriter<'_, A> {
+        ListWriter::over(self.sides[1])
+    }
+
+    /// Both sides' writers, for a move between them (`&mut self`: only one pair at a time).
+    fn both(&mut self) -> [ListWriter<'_, A>; 2] {
+        self.sides.map(ListWriter::over)
     }
 
     /// Moves a positive child to the back of the negatives; `false` if it is not a positive
     /// child of this list.
     pub fn make_negative(&mut self, node: &A::Value) -> bool {
-        let [pos, neg] = &mut self.sides;
-        pos.move_to(node, neg, End::Back)
+        let [mut pos, mut neg] = self.both();
+        pos.move_to(node, &mut neg, End::Back)
     }
 
     /// Moves a negative child to the back of the positives; `false` if it is not a negative
     /// child of this list.
     pub fn make_positive(&mut self, node: &A::Value) -> bool {
-        let [pos, neg] = &mut self.sides;
-        neg.move_to(node, pos, End::Back)
+        let [mut pos, mut neg] = self.both();
+        neg.move_to(node, &mut pos, End::Back)
     }
 
     /// Takes a child off whichever side it is on; `None` if it is not a child of this list.
     pub fn remove(&mut self, node: &A::Value) -> Option<Unlinked<A::Pointer>> {
-        let [pos, neg] = &mut self.sides;
+        let [mut pos, mut neg] = self.both();
         pos.remove(node).or_else(|| neg.remove(node))
     }
 }

@@ -138,7 +138,10 @@ impl<A: Adapter<Link = HLink>> RawHead<A> {
         check_guard(guard);
         // Acquire: as in `iter`.
         let head = parts_of(self.word.load(Ordering::Acquire));
-        let first = if head.summary & bits == 0 { ptr::null() } else { head.first };
+        // Bits above the summary's are never kept (`add_summary` drops them): a filter that
+        // asks for one of them cannot rule the chain out.
+        let ruled_out = head.summary & bits == 0 && bits & !head::ALL == 0;
+        let first = if ruled_out { ptr::null() } else { head.first };
         HIter { next: first, _list: PhantomData }
     }
 }

@@ -43,9 +43,10 @@
 //!   `replace`, `move_to_front`, `move_to_back`, `move_to`, `splice_back`, `pop_*`, and a cursor
 //!   with `remove_current`.
 //! - [`HList`]: a hash chain with a one-word head; [`HListBl`]: the same head word also carries
-//!   the writer lock in bit 0, so a locked bucket costs one word. The head word's top 16 bits
-//!   hold a summary the user keeps of its nodes' hashes, so a lookup of an absent key can
-//!   often answer from the head alone ([`HListBl::find_summarised`]; see [`head`]).
+//!   the writer lock in bit 0, so a locked bucket costs one word. The head word's top bits
+//!   hold a summary ([`head::SUMMARY_BITS`] of them) the user keeps of its nodes' hashes, so a
+//!   lookup of an absent key can often answer from the head alone
+//!   ([`HListBl::find_summarised`]; see [`head`]).
 //! - [`BareList`]: doubly linked like [`List`], for lists only lock holders touch (an LRU):
 //!   no lockless readers, so removals hand the reference back at once, and a [`BareLink`] is
 //!   two words (no owner id; removing a node is `unsafe`: the caller vouches for its list).

@@ -23,9 +23,9 @@
 //! - **Retire.** A removal unlinks the node from its neighbours but leaves its own `next` as it
 //!   was, so a reader standing on it walks on into the list. The list's reference to the node is
 //!   released only after a grace period ([`Unlinked`]).
-//! - **Moves.** `move_to_front`, `move_to_back`, `move_to` run inside a write section of the
-//!   move sequence count of every list they touch; [`Iter::valid`] tells a reader whether a move
-//!   overlapped its walk.
+//! - **Moves.** `move_to_front`, `move_to_back`, `move_to` and `splice_back` run inside a write
+//!   section of the move sequence count of every list they touch; [`Iter::valid`] tells a
+//!   reader whether a move overlapped its walk.
 //!
 //! # What a concurrent reader observes
 //!
@@ -33,12 +33,14 @@
 //!
 //! | writer operation | the node it names | every other node |
 //! |---|---|---|
-//! | `push_front`, `push_back`, `insert_after`, `insert_before`, `splice_back` | seen at most once | unaffected |
+//! | `push_front`, `push_back`, `insert_after`, `insert_before` | seen at most once | unaffected |
 //! | `remove`, `pop_*`, cursor `remove_current` | seen at most once; never freed under the reader | unaffected |
 //! | `replace(old, new)` | exactly one of `old`, `new` (one pointer store swaps them) | unaffected |
 //! | `move_to_front(x)` | 0 or 1 times (missed if the reader had not reached it) | 1 or 2 times: a reader standing on `x` walks on from the old front |
-//! | `move_to_back(x)` | 1 or 2 times (twice if the reader had passed it) | 0 or 1 times: a reader standing on `x` skips to the end |
+//! | `move_to_back(x)` | 0, 1 or 2 times (twice if the reader had passed it; never if it passed `x`'s old place between the unlink and the relink and reached the end first) | 0 or 1 times: a reader standing on `x` skips to the end |
 //! | `move_to(x, other)` | 0 or 1 times | 0 or 1 times: a reader standing on `x` continues into `other` (and may see its nodes) |
+//! | `splice_back(other)`, for readers of this list | the appended nodes: each at most once | unaffected |
+//! | `splice_back(other)`, for readers of `other` | — | `other`'s nodes at most once; a reader inside them is carried onto this list (and may see what is appended to it later) |
 //!
 //! "Unaffected" means: a node on the list for the whole walk is seen exactly once, and nodes
 //! are seen in list order. Every node a reader is handed stays allocated until its guard is
@@ -551,14 +553,17 @@ impl<'l, A: Adapter<Link = Link>> ListWriter<'l, A> {
 
     /// Appends every node of `other` after this list's last node, leaving `other` empty.
     ///
-    /// Readers of `other` that already started see its nodes and stop at its old end; readers
-    /// of this list see the appended nodes or not, as for insertions. O(nodes of `other`):
-    /// each link's owner word is rewritten.
+    /// A move, inside a write section of both lists' move counts: a reader of `other` inside
+    /// its nodes is carried onto this list (it may see nodes appended here later), and
+    /// [`Iter::valid`] tells it so; readers of this list see the appended nodes or not, as for
+    /// insertions. O(nodes of `other`): each link's owner word is rewritten.
     pub fn splice_back(&mut self, other: &mut ListWriter<'_, A>) {
         let first = other.raw.first();
         if first.is_null() {
             return;
         }
+        other.raw.seq.write_begin();
+        self.raw.seq.write_begin();
         let last = other.raw.last();
         let mut cur = first;
         while !cur.is_null() {
@@ -579,6 +584,8 @@ impl<'l, A: Adapter<Link = Link>> ListWriter<'l, A> {
         // readers already inside it.
         other.raw.head.store(ptr::null_mut(), Ordering::Release);
         other.raw.tail.store(ptr::null_mut(), Ordering::Relaxed);
+        self.raw.seq.write_end();
+        other.raw.seq.write_end();
     }
 
     /// A cursor at the first node, for walking and editing under the writer lock.

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{AAdapter, HAdapter, node, wait_released};
-use udcache_rculist::head::SHORT;
+use udcache_rculist::head::{SHORT, SUMMARY_BITS};
 use udcache_rculist::{HLink, HList, HListBl, List, epoch};
 
 fn values(chain: &HListBl<HAdapter>) -> Vec<u32> {
@@ -241,4 +241,19 @@ fn short_len_counts_members_until_the_chain_is_long() {
     drop(w.cursor_mut(&guard).remove_current().unwrap());
     drop(w.pop_front().unwrap());
     assert_eq!(w.short_len(), Some(1));
+}
+
+/// A filter bit above the summary's (which `add_summary` does not keep) cannot rule a chain
+/// out: the summarised find used to answer `None` for a node on the chain.
+#[test]
+fn a_filter_bit_the_summary_does_not_keep_never_hides_a_node() {
+    let chain = HListBl::<HAdapter>::new();
+    let bit: u16 = 1 << SUMMARY_BITS;
+    {
+        let mut w = chain.lock();
+        w.add_summary(bit);
+        w.push_front(node(13)).unwrap();
+    }
+    let guard = epoch::pin();
+    assert!(chain.find_summarised(&guard, bit, |x| x.v == 13).is_some());
 }

@@ -243,3 +243,39 @@ fn get_mut_needs_no_lock() {
     list.get_mut().push_back(node(1)).unwrap();
     assert_eq!(values(&list), [1]);
 }
+
+/// A reader of the list spliced away is carried onto the other list: it may see a node twice
+/// (moved there again) or nodes that were never on its list (appended after the splice), and
+/// `valid()` must say so. Before the splice opened write sections, it said nothing.
+#[test]
+fn a_reader_carried_off_by_a_splice_is_told_by_valid() {
+    let (dst, src) = (List::<AAdapter>::new(), List::<AAdapter>::new());
+    let (s1, o1, o2) = (node(10), node(1), node(2));
+    dst.lock().push_back(s1.clone()).unwrap();
+    src.lock().push_back(o1.clone()).unwrap();
+    src.lock().push_back(o2.clone()).unwrap();
+    let guard = epoch::pin();
+    let mut it = src.iter(&guard);
+    let mut seen = vec![it.next().unwrap().v];
+    {
+        let (mut d, mut s) = (dst.lock(), src.lock());
+        d.splice_back(&mut s); // dst: s1, o1, o2
+        d.move_to_front(&o2); // dst: o2, s1, o1
+    }
+    seen.extend(it.by_ref().map(|n| n.v));
+    assert_eq!(seen, [1, 2, 10, 1], "carried onto dst: o1 twice, and dst's s1");
+    assert!(!it.valid(), "a walk that saw o1 twice reported itself valid");
+
+    // Carried past the old end into what is appended later.
+    let (dst, src) = (List::<AAdapter>::new(), List::<AAdapter>::new());
+    src.lock().push_back(node(1)).unwrap();
+    let mut it = src.iter(&guard);
+    {
+        let (mut d, mut s) = (dst.lock(), src.lock());
+        d.splice_back(&mut s);
+        d.push_back(node(99)).unwrap();
+    }
+    let seen: Vec<u32> = it.by_ref().map(|n| n.v).collect();
+    assert_eq!(seen, [1, 99]);
+    assert!(!it.valid());
+}

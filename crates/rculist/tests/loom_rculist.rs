@@ -55,6 +55,9 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 /// whether the walk was valid.
 fn walk(list: &List<LA>, freed: &Freed) -> (Vec<usize>, bool) {
     let guard = epoch::pin();
+    // A switch point before the walk: loom runs the spawning thread's steps first otherwise,
+    // and never the schedules where a writer acts between the pin and the first load.
+    loom::thread::yield_now();
     let mut it = list.iter(&guard);
     let seen: Vec<usize> = it
         .by_ref()
@@ -175,9 +178,12 @@ fn traverse_vs_move(x: usize, to_back: bool) {
         for id in 0..3 {
             let c = count(&seen, id);
             let allowed = match (id == x, to_back) {
-                (true, true) => 1..=2,   // moved to the back: once, or twice if passed
-                (true, false) => 0..=1,  // moved to the front: missed if not yet reached
-                (false, true) => 0..=1,  // a reader on x skips to the end
+                // Moved to the back: once, twice if passed, or never if the walk passed its
+                // old place between the unlink and the relink and reached the end first.
+                (true, true) if valid => 1..=1,
+                (true, true) => 0..=2,
+                (true, false) => 0..=1, // moved to the front: missed if not yet reached
+                (false, true) => 0..=1, // a reader on x skips to the end
                 (false, false) => 1..=2, // a reader on x walks on from the old front
             };
             assert!(allowed.contains(&c), "node {id} seen {c} times: {seen:?}");
@@ -198,10 +204,10 @@ fn traverse_vs_move_to_front() {
     traverse_vs_move(2, false);
 }
 
-/// Walk of all children vs `make_negative(0)` on positives 0, 1: node 0 is seen once or twice
-/// (twice if the walk had passed it); node 1 is seen exactly once unless the reader stood on 0
-/// when it moved (it then continues into the negatives and misses 1); a valid walk sees each
-/// exactly once.
+/// Walk of all children vs `make_negative(0)` on positives 0, 1: node 0 is seen at most twice
+/// (twice if the walk had passed it, never if it passed its old place between the unlink and
+/// the relink); node 1 is seen exactly once unless the reader stood on 0 when it moved (it then
+/// continues into the negatives and misses 1); a valid walk sees each exactly once.
 #[test]
 fn child_walk_vs_make_negative() {
     model(|| {
@@ -215,6 +221,7 @@ fn child_walk_vs_make_negative() {
             loom::thread::spawn(move || assert!(dir.lock().make_negative(&moved)))
         };
         let guard = epoch::pin();
+        loom::thread::yield_now(); // as in `walk`
         let mut it = dir.iter_all(&guard);
         let seen: Vec<usize> = it
             .by_ref()
@@ -225,7 +232,7 @@ fn child_walk_vs_make_negative() {
             .collect();
         let valid = it.valid();
         writer.join().unwrap();
-        assert!((1..=2).contains(&count(&seen, 0)), "{seen:?}");
+        assert!(count(&seen, 0) <= 2, "{seen:?}");
         assert!(count(&seen, 1) <= 1, "{seen:?}");
         if valid {
             assert_eq!((count(&seen, 0), count(&seen, 1)), (1, 1), "valid walk saw {seen:?}");
