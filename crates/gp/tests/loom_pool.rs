@@ -9,7 +9,9 @@
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::ptr::NonNull;
-use udcache_gp::{GpPool, PoolBox, PoolConfig, pin};
+use udcache_gp::{GpPool, PoolBox, PoolConfig};
+
+mod common;
 
 struct Obj {
     generation: AtomicU64,
@@ -67,24 +69,16 @@ fn free_then_alloc_under_a_reader(config: PoolConfig) {
         let first = PoolBox::into_raw(pool.alloc()).as_ptr();
         let published = Arc::new(AtomicPtr::new(first));
 
-        let reader = {
-            let published = published.clone();
-            loom::thread::spawn(move || {
-                let guard = pin();
-                let p = published.load(Ordering::Acquire);
-                if !p.is_null() {
-                    // SAFETY: pinned, and the pool keeps parked memory valid.
-                    let g1 = unsafe { (*p).generation.load(Ordering::Relaxed) };
-                    loom::thread::yield_now();
-                    // SAFETY: as above, still pinned.
-                    let g2 = unsafe { (*p).generation.load(Ordering::Relaxed) };
-                    if g1 != g2 {
-                        VIOLATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    }
-                }
-                drop(guard);
-            })
-        };
+        let reader = common::spawn_pinned_reader(&published, |p: *mut Obj| {
+            // SAFETY: pinned, and the pool keeps parked memory valid.
+            let g1 = unsafe { (*p).generation.load(Ordering::Relaxed) };
+            loom::thread::yield_now();
+            // SAFETY: as above, still pinned.
+            let g2 = unsafe { (*p).generation.load(Ordering::Relaxed) };
+            if g1 != g2 {
+                VIOLATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
 
         let old = published.swap(std::ptr::null_mut(), Ordering::AcqRel);
         // SAFETY: from into_raw of this pool, unpublished just now, freed once.

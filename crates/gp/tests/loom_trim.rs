@@ -16,7 +16,9 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicPtr, Ordering};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use udcache_gp::{GpPool, PoolBox, PoolConfig, pin};
+use udcache_gp::{GpPool, PoolBox, PoolConfig};
+
+mod common;
 
 // Plain std atomics, outside the model: loom does not switch threads at them, so the reader's
 // `SEEN` store happens in the same step as its load of the pointer.
@@ -58,19 +60,11 @@ fn run(config: PoolConfig) -> (usize, usize) {
         OLD.store(first.addr(), Relaxed);
         let published = Arc::new(AtomicPtr::new(first));
 
-        let reader = {
-            let published = published.clone();
-            loom::thread::spawn(move || {
-                let guard = pin();
-                let p = published.load(Ordering::Acquire);
-                if !p.is_null() {
-                    SEEN.store(p.addr(), Relaxed);
-                    loom::thread::yield_now();
-                    SEEN.store(0, Relaxed);
-                }
-                drop(guard);
-            })
-        };
+        let reader = common::spawn_pinned_reader(&published, |p: *mut Obj| {
+            SEEN.store(p.addr(), Relaxed);
+            loom::thread::yield_now();
+            SEEN.store(0, Relaxed);
+        });
         let trimmer = {
             let pool = pool.clone();
             loom::thread::spawn(move || {
