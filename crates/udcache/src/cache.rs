@@ -26,7 +26,8 @@
 //!   across a move of names (`lock_moving`), so `add`, which checks under the stripe that a
 //!   directory has no name yet, cannot give a moving directory a second one. `add` of a
 //!   directory cached without a name (its name was shrunk, unlinked or invalidated away) opens
-//!   a rename section first: it moves the directory's `..`.
+//!   a rename section first: it moves the directory's `..`, and it drops what was cached below
+//!   the directory while it had none (no `invalidate` of an ancestor could reach it).
 //! - **Rename lock and sequence**: see [`crate::rename`].
 //! - **Lock order**: rename lock → inode stripes (two, ascending: a rename section's exchange,
 //!   and `add`'s inode and parent) → name stripes (ascending) → an inode's alias list →
@@ -363,10 +364,19 @@ impl Dcache {
 
     /// `lookup` of a name already validated.
     pub(crate) fn fresh<'g>(&'g self, guard: &'g Guard, parent: u64, name: &[u8]) -> Lookup<'g> {
+        self.fresh_or_stale(guard, parent, name).map_or(Lookup::Miss, Lookup::from)
+    }
+
+    /// [`fresh`](Self::fresh), telling a stale dentry (`Err`) from no dentry (`Found::Miss`).
+    pub(crate) fn fresh_or_stale<'g>(
+        &'g self,
+        guard: &'g Guard,
+        parent: u64,
+        name: &[u8],
+    ) -> Result<Found<'g>, Stale<'g>> {
         let dir_gen = || self.inode(guard, parent).map_or(0, Inode::dir_gen);
         let hash = self.names.name_hash(name);
         self.checked(guard, parent, (name, hash), dir_gen, || self.ticks.now())
-            .map_or(Lookup::Miss, Lookup::from)
     }
 
     /// `lookup` of a name already validated, trusting only a fresh dentry; a stale one is
@@ -584,6 +594,13 @@ impl Dcache {
         self.name_linked((parent, name), &inode, &names);
         drop(dentry);
         drop(names);
+        if reparented.is_some() {
+            // What was cached below the directory while it had no name, no `invalidate` of an
+            // ancestor could reach: it is dropped, not brought back under the new name. Still
+            // inside the section (walks that meet the new name wait for it) and with only
+            // inode stripes held (`drop_below` takes name stripes).
+            self.drop_below(&inode);
+        }
         self.note_added(parent, name, asked.is_none());
         if existing.is_none() {
             let slot = Slot::positive(inode.clone());

@@ -15,9 +15,10 @@
 //!   (`Duration::MAX`). So after 2.28 years a cache trusts no timed entry without asking the
 //!   filesystem: every use of one revalidates. That is slower, never wrong (a wrapping count
 //!   would, after 1.14 years, make long-expired entries look fresh again).
-//! - The clock is read at most once per walk, and only if the walk meets an entry or access
-//!   result with a finite expiry: a cache whose timeouts are all `Duration::MAX` (the default)
-//!   never reads it.
+//! - A walk reads the clock at most once to check expiries, and only if it meets an entry or
+//!   access result with a finite expiry: a cache whose timeouts are all `Duration::MAX` (the
+//!   default) never reads it. A dentry that a revalidation refreshes costs a few reads more
+//!   (its new expiry is dated from the moment of the refresh).
 
 use std::fmt;
 use std::sync::Arc;

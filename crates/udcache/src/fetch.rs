@@ -30,7 +30,7 @@ use udcache_neghash::epoch;
 use udcache_readdir::{Fill, FillError};
 
 use crate::access::{Cred, Mask};
-use crate::cache::{Dcache, Lookup};
+use crate::cache::{Dcache, Found};
 use crate::error::Error;
 use crate::inode::InodeSpec;
 use crate::name::validate_name;
@@ -184,6 +184,16 @@ impl Drop for Ending<'_> {
     }
 }
 
+/// What the cache holds for a name, as a miss sees it.
+enum InCache {
+    /// A dentry it trusts: the answer.
+    Fresh(Resolved),
+    /// A dentry it no longer trusts: to revalidate.
+    Stale,
+    /// No dentry.
+    Nothing,
+}
+
 /// Who handles a miss.
 enum Role {
     Cached(Resolved),
@@ -264,28 +274,33 @@ impl Dcache {
         }
     }
 
-    fn cached(&self, parent: u64, name: &[u8]) -> Option<Resolved> {
+    fn cached(&self, parent: u64, name: &[u8]) -> InCache {
         let guard = epoch::pin();
-        match self.fresh(&guard, parent, name) {
-            Lookup::Hit(inode) => Some(Resolved::Found(inode.spec())),
-            Lookup::Negative => Some(Resolved::Negative),
-            Lookup::Miss => None,
+        match self.fresh_or_stale(&guard, parent, name) {
+            Ok(Found::Hit(named)) => InCache::Fresh(Resolved::Found(named.inode.spec())),
+            Ok(Found::Negative) => InCache::Fresh(Resolved::Negative),
+            Ok(Found::Miss) => InCache::Nothing,
+            Err(_) => InCache::Stale,
         }
     }
 
     fn role(&self, parent: u64, name: &[u8]) -> Role {
-        if let Some(r) = self.cached(parent, name) {
-            return Role::Cached(r);
-        }
-        if self.listed_absent(parent, name) {
-            return Role::Cached(Resolved::Negative);
+        match self.cached(parent, name) {
+            InCache::Fresh(r) => return Role::Cached(r),
+            // Only where no dentry holds the name. A stale dentry is revalidated: the
+            // listing's answer would neither refresh nor drop it, so every later walk would
+            // meet it again (and `walk_as` would never end).
+            InCache::Nothing if self.listed_absent(parent, name) => {
+                return Role::Cached(Resolved::Negative);
+            }
+            InCache::Nothing | InCache::Stale => {}
         }
         let mut calls = lock(&self.inflight.calls);
         if let Some(call) = calls.iter().find(|c| c.is_for(parent, name)) {
             return Role::Waiter(call.clone());
         }
         // Filed before its call left the list (see the rules): look again under the lock.
-        if let Some(r) = self.cached(parent, name) {
+        if let InCache::Fresh(r) = self.cached(parent, name) {
             return Role::Cached(r);
         }
         let call = Arc::new(Call {

@@ -13,8 +13,11 @@
 //! - `aliases` — the `(parent, name)` of every positive dentry naming this inode — is a leaf
 //!   mutex taken by writers only; readers never touch it.
 //! - The attributes are a sequence-counted snapshot (see [`crate::attr`]).
-//! - `dir_gen` (directories) counts changes of the directory's verifier; negative dentries
-//!   below it are trusted only while it is the one they were filled under (see `valid.rs`).
+//! - `dir_gen` (directories) names the state of the directory's verifier: a new value, drawn
+//!   from one process-wide counter, when the directory is made and at each change. Negative
+//!   dentries below it are trusted only while it is the one they were filled under (see
+//!   `valid.rs`); drawn process-wide, it never matches a stamp taken under another directory
+//!   that had this number (a negative a revalidation held across the old one's `forget`).
 //! - `access` holds the permission results per credential (see [`crate::access`]). Both are
 //!   reset when the object becomes another file (`init`).
 //! - A directory's [`DirState`] (its positive children and its listing cache) has its own
@@ -75,6 +78,16 @@ pub struct Inode {
     dir: Option<Box<DirState>>,
 }
 
+/// The next directory generation (see the module rules). Never 0: the generation read for a
+/// directory that is not cached.
+fn fresh_generation() -> u32 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    // Relaxed: only a unique value is needed; publishing it is the caller's store. A std
+    // atomic even under loom: a counter, not part of a protocol the models check.
+    let g = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if g == 0 { NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) } else { g }
+}
+
 impl Inode {
     /// A fresh object of `pool`, not yet any file's ([`Inode::init`] makes it one).
     pub(crate) fn blank(pool: Pool) -> Self {
@@ -108,7 +121,8 @@ impl Inode {
         self.lookups.store(lookups, Ordering::Relaxed);
         self.parent.store(parent, Ordering::Relaxed);
         self.attr = AttrCell::new();
-        self.dir_gen = AtomicU32::new(0);
+        let generation = if spec.kind == FileType::Directory { fresh_generation() } else { 0 };
+        self.dir_gen = AtomicU32::new(generation);
         self.access.renew();
         self.dir = (spec.kind == FileType::Directory).then(Box::default);
     }
@@ -176,7 +190,7 @@ impl Inode {
     /// The directory's verifier changed: negatives filled before are no longer trusted.
     pub(crate) fn bump_dir_gen(&self) {
         // Release: see `dir_gen`.
-        self.dir_gen.fetch_add(1, Ordering::Release);
+        self.dir_gen.store(fresh_generation(), Ordering::Release);
     }
 
     /// Sets the lookup count (caller holds this inode's stripe lock).

@@ -6,7 +6,8 @@
 //! - **Lockless checks.** A walk ([`Dcache::walk`], [`Dcache::walk_as`]) checks each dentry's
 //!   validity word (see `valid.rs`) and, in `walk_as` with a credential, the most recent
 //!   access result of each directory it searches (see [`crate::access`]): loads and compares
-//!   only. The clock is read once per walk at most.
+//!   only. The clock is read once per walk at most for those checks (a refresh after a
+//!   lockless [`Revalidate::Valid`] reads it again to date the new expiry).
 //! - **Pushing the block late.** A dentry that fails the check is offered to
 //!   [`Filesystem::revalidate`] with `may_block = false` (in `walk_as`): the filesystem may
 //!   answer from what it knows without blocking ([`Revalidate::Valid`]: the walk goes on,
@@ -159,7 +160,7 @@ impl<'a> Checks<'a> {
         Checks { fs, cred, after, ticks: &cache.ticks, now: None, access_hits: 0 }
     }
 
-    /// The current tick, read once per walk.
+    /// The current tick for the walk's checks, read once per walk.
     #[inline]
     pub(crate) fn now(&mut self) -> u32 {
         match self.now {

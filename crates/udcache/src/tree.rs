@@ -212,7 +212,15 @@ impl Dcache {
     pub(crate) fn name_unlinked(&self, (parent, name): (u64, &[u8]), inode: &Inode, _: &NameLock) {
         inode.remove_alias(parent, name);
         if let Some(dir) = self.dir_state(&epoch::pin(), parent) {
-            lock(&dir.children).remove(name);
+            let mut children = lock(&dir.children);
+            children.remove(name);
+            // A map keeps its peak capacity, and iterating it costs that capacity: shrunk
+            // when three quarters are empty, listing the children of a directory whose files
+            // came and went costs what it holds now (amortised: a shrink follows at least as
+            // many removals as it moves entries).
+            if children.len() < children.capacity() / 4 {
+                children.shrink_to_fit();
+            }
         }
     }
 
@@ -327,5 +335,31 @@ impl Dcache {
         let guard = epoch::pin();
         found.value().load(&guard)?;
         Some(self.detach(found, names, UnlinkPolicy::Drop))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Config, Dcache, FileType, InodeSpec, ROOT_INO, epoch};
+
+    #[test]
+    fn a_children_map_gives_back_room_its_unlinked_names_took() {
+        let cache = Dcache::new(Config::for_entries(4096));
+        let spec = |ino, kind| InodeSpec { ino, kind, fs_data: 0 };
+        cache.add(ROOT_INO, b"d", spec(2, FileType::Directory)).unwrap();
+        let name = |i: u64| format!("f{i}").into_bytes();
+        for i in 0..2000 {
+            cache.add(2, &name(i), spec(10 + i, FileType::Regular)).unwrap();
+        }
+        for i in 0..1990 {
+            cache.unlink(2, &name(i)).unwrap();
+        }
+        let guard = epoch::pin();
+        let dir = cache.dir_state(&guard, 2).unwrap();
+        let children = crate::sync::lock(&dir.children);
+        // Listing the children walks the map's capacity: it must follow the ten left, not
+        // the two thousand there were.
+        assert_eq!(children.len(), 10);
+        assert!(children.capacity() < 64, "capacity {}", children.capacity());
     }
 }

@@ -7,10 +7,13 @@
 //!   filesystem's entry timeout, like FUSE's `entry_valid`) and the **generation** of its
 //!   parent directory's verifier when it was filled (32 bits). Packed, the two cost 8 bytes per
 //!   dentry.
-//! - A directory inode counts its verifier changes in its generation (`Inode::dir_gen`).
-//!   [`Dcache::dir_changed`](crate::Dcache::dir_changed) bumps it (a single RMW, and nothing
-//!   when a reported verifier is unchanged); the cache's own changes (add, unlink, rename) do
-//!   not, because they keep the dentries they touch right themselves.
+//! - A directory inode names the state of its verifier by its generation (`Inode::dir_gen`): a
+//!   value drawn from one process-wide counter when the directory is made and at each change,
+//!   so no two directory states share one (a directory number reused after `forget` never
+//!   matches the old one's stamps). [`Dcache::dir_changed`](crate::Dcache::dir_changed) draws
+//!   a new one (a single store, and nothing when a reported verifier is unchanged); the
+//!   cache's own changes (add, unlink, rename) do not, because they keep the dentries they
+//!   touch right themselves.
 //! - **Trust**: a positive dentry is fresh until its expiry; a negative one until its expiry
 //!   *and* only while its generation equals its parent's (002's negative revalidation: a
 //!   remembered miss means nothing once the directory changed). A lockless reader decides this
@@ -31,8 +34,8 @@
 //!   reads them as one snapshot, so it never pairs an inode with the word of another fill; a
 //!   reader of one of them alone sees each as it lands.
 //! - Limits, by design: a generation is 32 bits, so a negative dentry that neither expires nor
-//!   is looked up while its directory changes exactly a multiple of 2^32 times would be trusted
-//!   again; the clock saturates after 2.28 years (see [`crate::clock`]).
+//!   is looked up while the process draws exactly a multiple of 2^32 generations would be
+//!   trusted again; the clock saturates after 2.28 years (see [`crate::clock`]).
 
 use std::time::Duration;
 

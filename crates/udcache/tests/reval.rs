@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use common::End;
 use udcache::clock::ManualClock;
+use udcache::readdir::{Entry, Fill, FillError, Verifier};
 use udcache::{
     Blocked, Cached, Checked, Config, Cred, Dcache, FileType, Filesystem, InodeSpec, Lookup, Mask,
     ROOT_INO, Reason, Resolved, Revalidate, Timeouts, Unblocked, Walk, epoch,
@@ -533,4 +534,78 @@ fn a_settled_access_answer_is_not_used_after_a_revocation() {
     assert_eq!(walk(&other, &after), None, "another credential");
     cache.acl_changed(ROOT_INO).unwrap();
     assert_eq!(walk(&me, &after), None, "revoked since");
+}
+
+/// The root holds only `a` (inode 2), listed whole under verifier 7; every lockless
+/// revalidation blocks.
+struct Listed;
+
+impl Filesystem for Listed {
+    fn lookup(&self, _: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        Ok((name == b"a").then_some(file(2)))
+    }
+
+    fn readdir(&self, _: u64, cookie: u64, _: usize) -> Result<Fill, FillError> {
+        let entries = [Entry::new("a", 2, 8, 1)].into_iter().filter(|e| e.cookie > cookie);
+        Ok(Fill { entries: entries.collect(), eof: true, verifier: Verifier(7) })
+    }
+}
+
+#[test]
+fn a_stale_dentry_under_a_complete_listing_is_revalidated_and_the_walk_ends() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = timed(&clock);
+    let fs: Arc<dyn Filesystem> = Arc::new(Listed);
+    // A negative made stale by a change of its directory (the first report of the verifier
+    // the listing holds), and a positive that expired after a listing without it was read.
+    cache.add_negative(ROOT_INO, b"x").unwrap();
+    cache.add(ROOT_INO, b"gone", file(9)).unwrap();
+    assert!(cache.readdir(&fs, ROOT_INO, 0, 10).unwrap().eof);
+    cache.dir_changed(ROOT_INO, Some(7)).unwrap();
+    clock.advance(2 * SECOND);
+    // The listing used to answer for the stale dentries without touching them, so every walk
+    // met them again and the resolution never ended.
+    for path in ["x", "gone"] {
+        let (end, walks) = common::resolve_path(&cache, &*fs, None, path, 20);
+        assert_eq!(end, End::Negative, "{path} after {walks} walks");
+        assert_eq!(lookup(&cache, ROOT_INO, path), "negative", "{path}: filed fresh");
+    }
+}
+
+/// Blocks in its revalidation until released, then says the dentry holds.
+struct HeldInRevalidation(Arc<std::sync::Barrier>);
+
+impl Filesystem for HeldInRevalidation {
+    fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        Ok(None)
+    }
+
+    fn revalidate(&self, _: u64, _: &[u8], _: Cached, _: bool) -> Revalidate {
+        self.0.wait(); // in the filesystem
+        self.0.wait(); // released
+        Revalidate::Valid { ttl: None }
+    }
+}
+
+#[test]
+fn a_miss_held_across_its_directorys_forget_is_not_trusted_under_the_next_of_that_number() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = timed(&clock);
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.add_negative(DIR, b"x").unwrap();
+    clock.advance(2 * SECOND); // stale: the next resolve revalidates it, holding the dentry
+    let barrier = Arc::new(std::sync::Barrier::new(2));
+    let fs = HeldInRevalidation(barrier.clone());
+    std::thread::scope(|s| {
+        let resolving = s.spawn(|| cache.resolve(&fs, DIR, b"x"));
+        barrier.wait();
+        // Meanwhile the directory goes (a held negative outlives its purge) and its number
+        // comes back as another directory.
+        cache.unlink(ROOT_INO, b"d").unwrap();
+        cache.forget(DIR, 1).unwrap();
+        cache.add(ROOT_INO, b"e", dir(DIR)).unwrap();
+        barrier.wait();
+        resolving.join().unwrap().unwrap();
+    });
+    assert_eq!(lookup(&cache, DIR, "x"), "miss", "the old directory's miss, trusted");
 }

@@ -460,3 +460,25 @@ fn a_change_to_a_shrunk_name_is_announced_by_invalidating_it() {
     let names = list_all(&cache, &dynfs, 16);
     assert!(!names.iter().any(|n| &**n == b"e1"), "{names:?}");
 }
+
+/// Directory 3 loses its name to `shrink` while a name below it stays cached (the kernel
+/// still holds 3 and looks `f` up in it). An `invalidate` of an ancestor cannot reach what is
+/// below a directory with no name; naming 3 again must not bring it back.
+#[test]
+fn what_was_cached_below_a_nameless_directory_does_not_come_back_with_its_name() {
+    let cache = Dcache::new(Config::for_entries(1024));
+    let hit = |p, n: &[u8]| matches!(cache.lookup(&epoch::pin(), p, n), Ok(Lookup::Hit(_)));
+    cache.add(ROOT_INO, b"top", dir(2)).unwrap();
+    cache.add(2, b"sub", dir(3)).unwrap();
+    cache.add(3, b"f", file(4)).unwrap();
+    assert_eq!(cache.shrink(usize::MAX), 3);
+    cache.add(3, b"f", file(4)).unwrap(); // looked up in 3, which has no name now
+    cache.add(ROOT_INO, b"top", dir(2)).unwrap();
+    assert!(!hit(2, b"sub") && hit(3, b"f"));
+    // The filesystem says everything below `top` changed, then answers the names again.
+    cache.invalidate(ROOT_INO, b"top").unwrap();
+    cache.add(ROOT_INO, b"top", dir(2)).unwrap();
+    cache.add(2, b"sub", dir(3)).unwrap();
+    assert!(!hit(3, b"f"), "(3, f) outlived the invalidate of its ancestor");
+    assert!(hit(2, b"sub"));
+}
