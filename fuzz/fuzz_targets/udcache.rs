@@ -242,17 +242,17 @@ impl Model {
         if self.positive(parent, name).is_some() {
             return Err(Error::Exists);
         }
-        // A cached directory named again (it had no name): what was cached below it goes.
-        let renamed = spec.kind == FileType::Directory && self.inodes.contains_key(&spec.ino);
+        // A cached directory named again (it had no name): what was cached below it goes
+        // first.
+        if spec.kind == FileType::Directory && self.inodes.contains_key(&spec.ino) {
+            self.drop_below(spec.ino);
+        }
         self.dentries.insert((parent, name.to_vec()), Some(spec.ino));
         let inode = self.inodes.entry(spec.ino).or_insert(MInode { spec, lookups: 0, parent });
         if spec.kind == FileType::Directory {
             inode.parent = parent;
         }
         inode.lookups += 1;
-        if renamed {
-            self.drop_below(spec.ino);
-        }
         Ok(())
     }
 

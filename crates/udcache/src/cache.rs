@@ -573,15 +573,26 @@ impl Dcache {
             Some(i) => i.clone(),
             None => InodeRef::new(&self.pool, spec, parent, 0),
         };
-        let names = self.lock_names((parent, name), None);
         let guard = epoch::pin();
-        let valid = self.validity(parent, false, asked);
-        // A nameless directory's new `..` is in place before its name is published.
-        let reparented = (existing.is_some() && spec.kind == FileType::Directory).then(|| {
+        // A nameless directory named again: its new `..` is in place before the name is
+        // published, and what was cached below it while it had no name (which no `invalidate`
+        // of an ancestor could reach) is dropped first, not brought back under the name.
+        // Inside the section, with only inode stripes held (`drop_below` takes name stripes),
+        // and only once the name is known to be free, so a refusal drops nothing (unless a
+        // writer of the same name overtakes this one).
+        let reparented = if existing.is_some() && spec.kind == FileType::Directory {
+            if matches!(self.step(&guard, parent, name), Lookup::Hit(_)) {
+                return Err(Error::Exists);
+            }
             let old = inode.parent();
             inode.set_parent(parent);
-            old
-        });
+            self.drop_below(&inode);
+            Some(old)
+        } else {
+            None
+        };
+        let names = self.lock_names((parent, name), None);
+        let valid = self.validity(parent, false, asked);
         let (dentry, _) = match self.put((parent, name), &inode, valid, &guard, &names, false) {
             Ok(put) => put,
             Err(e) => {
@@ -594,13 +605,6 @@ impl Dcache {
         self.name_linked((parent, name), &inode, &names);
         drop(dentry);
         drop(names);
-        if reparented.is_some() {
-            // What was cached below the directory while it had no name, no `invalidate` of an
-            // ancestor could reach: it is dropped, not brought back under the new name. Still
-            // inside the section (walks that meet the new name wait for it) and with only
-            // inode stripes held (`drop_below` takes name stripes).
-            self.drop_below(&inode);
-        }
         self.note_added(parent, name, asked.is_none());
         if existing.is_none() {
             let slot = Slot::positive(inode.clone());

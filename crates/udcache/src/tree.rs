@@ -307,9 +307,14 @@ impl Dcache {
 
     /// Drops every cached dentry below directory `top`, positive and negative, and their
     /// listings. The caller holds the rename lock (a section, if walkers may be below).
+    ///
+    /// Each directory below gets a new generation first: a negative the purge cannot take
+    /// (held, say by a revalidation in the filesystem now) and an answer being filed for a
+    /// lookup asked before are then not trusted after this.
     pub(crate) fn drop_below(&self, top: &InodeRef) {
         let (mut dirs, mut swept) = (vec![top.clone()], HashSet::new());
         while let Some(d) = dirs.pop() {
+            d.bump_dir_gen();
             let state = d.dir().expect("only directories are pushed");
             // Relaxed: see `note_negative`.
             if state.had_negatives.load(Ordering::Relaxed) {

@@ -609,3 +609,24 @@ fn a_miss_held_across_its_directorys_forget_is_not_trusted_under_the_next_of_tha
     });
     assert_eq!(lookup(&cache, DIR, "x"), "miss", "the old directory's miss, trusted");
 }
+
+#[test]
+fn a_miss_held_across_an_invalidate_of_its_directory_is_not_trusted_after_it() {
+    let clock = Arc::new(ManualClock::new());
+    let cache = timed(&clock);
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.add_negative(DIR, b"x").unwrap();
+    clock.advance(2 * SECOND); // stale: the next resolve revalidates it, holding the dentry
+    let barrier = Arc::new(std::sync::Barrier::new(2));
+    let fs = HeldInRevalidation(barrier.clone());
+    std::thread::scope(|s| {
+        let resolving = s.spawn(|| cache.resolve(&fs, DIR, b"x"));
+        barrier.wait();
+        // Everything below `d` changed (a held negative outlives the purge); `d` comes back.
+        cache.invalidate(ROOT_INO, b"d").unwrap();
+        cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+        barrier.wait();
+        resolving.join().unwrap().unwrap();
+    });
+    assert_eq!(lookup(&cache, DIR, "x"), "miss", "a miss from before the invalidate, trusted");
+}

@@ -130,8 +130,12 @@ fn a_move_below_itself_drops_the_stale_link_and_closes_no_cycle() {
     assert_eq!(walked(&cache, 3, ".."), Some(3), "3 is disconnected: its `..` is itself");
     assert_eq!(walked(&cache, ROOT_INO, "a"), None);
     assert_eq!(cache.stats().rename_sections, 1);
-    // The next lookups name 3 again, where it is.
+    // The next lookups name 3 again, where it is: what was cached below it while it had no
+    // name is dropped then (no invalidate of an ancestor could have reached it), and looked
+    // up again.
     assert_eq!(cache.resolve(&answers(server), ROOT_INO, b"b"), Ok(Resolved::Found(dir(3))));
+    assert_eq!(walked(&cache, ROOT_INO, "b/a"), None);
+    assert_eq!(cache.resolve(&answers(server), 3, b"a"), Ok(Resolved::Found(dir(2))));
     assert_eq!(walked(&cache, ROOT_INO, "b/a"), Some(2));
 }
 
