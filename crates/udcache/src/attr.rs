@@ -104,9 +104,10 @@ impl AttrCell {
         Attr::decode(&self.0.read())
     }
 
-    /// Replaces the snapshot. Writers exclude each other through the sequence count.
-    pub(crate) fn write(&self, attr: &Attr, valid_until: u64) {
-        self.0.write(attr.encode(valid_until));
+    /// Replaces the snapshot; returns the attributes it replaced. Writers exclude each other
+    /// through the sequence count.
+    pub(crate) fn write(&self, attr: &Attr, valid_until: u64) -> Attr {
+        Attr::decode(&self.0.write(attr.encode(valid_until))).0
     }
 }
 

@@ -855,8 +855,10 @@ impl Dcache {
         let guard = epoch::pin();
         let inode = self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?;
         let until = self.ticks.expiry_ns(ttl);
-        let (old, _) = inode.attr_words();
-        inode.attr.write(attr, until);
+        // Compared with what this write replaced, not with a snapshot read before it: between
+        // the two another setattr may land, and the change from its attributes to these
+        // would go unrevoked (a result filled under mode 755 surviving a return to 700).
+        let old = inode.attr.write(attr, until);
         if (old.mode, old.uid, old.gid) != (attr.mode, attr.uid, attr.gid) {
             inode.access.revoke();
         }

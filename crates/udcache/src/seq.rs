@@ -61,8 +61,10 @@ impl<const N: usize> SeqWords<N> {
         (self.seq.load(Ordering::Relaxed) == s1).then_some(w)
     }
 
-    /// Replaces the snapshot. Writers exclude each other through `seq` itself.
-    pub(crate) fn write(&self, words: [u64; N]) {
+    /// Replaces the snapshot; returns the one it replaced (read inside the write, so two
+    /// writers never both replace the same snapshot). Writers exclude each other through `seq`
+    /// itself.
+    pub(crate) fn write(&self, words: [u64; N]) -> [u64; N] {
         let mut s = self.seq.load(Ordering::Relaxed);
         loop {
             if s & 1 == 1 {
@@ -80,18 +82,50 @@ impl<const N: usize> SeqWords<N> {
         // Release fence: orders the odd `seq` above before the word stores below, for any
         // reader whose Acquire fence follows a load of one of those words (see `try_read`).
         fence(Ordering::Release);
-        for (dst, v) in self.words.iter().zip(words) {
+        let replaced = std::array::from_fn(|i| {
+            // Relaxed: the previous writer's stores happen before our CAS (its Release store
+            // of `seq`, our Acquire), and no other writer runs until our store below.
+            let old = self.words[i].load(Ordering::Relaxed);
             // Relaxed: published by the Release store of `seq` below.
-            dst.store(v, Ordering::Relaxed);
-        }
+            self.words[i].store(words[i], Ordering::Relaxed);
+            old
+        });
         // Release: pairs with the Acquire first load in `try_read`.
         self.seq.store(s + 2, Ordering::Release);
+        replaced
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrent_writers_each_replace_a_snapshot_no_other_writer_replaced() {
+        let c = SeqWords::<2>::new();
+        let replaced = std::thread::scope(|s| {
+            let writers: Vec<_> = (1..=4u64)
+                .map(|t| {
+                    let c = &c;
+                    s.spawn(move || {
+                        let writes = (0..2000).map(|i| t << 32 | i);
+                        writes.map(|v| c.write([v, !v])).collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            writers.into_iter().flat_map(|w| w.join().unwrap()).collect::<Vec<_>>()
+        });
+        // Every snapshot written (and the first) is replaced exactly once, except the last.
+        let mut seen: Vec<u64> = replaced.iter().map(|w| w[0]).collect();
+        assert!(replaced.iter().all(|w| w[1] == !w[0] || w == &[0, 0]), "torn");
+        seen.push(c.read()[0]);
+        seen.sort_unstable();
+        let mut all: Vec<u64> =
+            (1..=4u64).flat_map(|t| (0..2000).map(move |i| t << 32 | i)).collect();
+        all.push(0);
+        all.sort_unstable();
+        assert_eq!(seen, all);
+    }
 
     #[test]
     fn try_read_returns_whole_snapshots_or_nothing() {
