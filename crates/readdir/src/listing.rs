@@ -279,9 +279,12 @@ impl Listing {
     /// Removes page `id` and exactly the mappings that point at it; returns it.
     pub fn remove(&mut self, id: PageId) -> Page {
         // Completeness, the frontier and the name index are all built along the fresh chain
-        // from cookie 0; a page off that chain (a reader resumed at a cookie the chain does
-        // not pass) takes none of them with it.
-        let on_chain = self.chain_from_start().any(|pos| pos.page == id);
+        // from cookie 0; a page off that chain (a stale one, or one a reader resumed at a
+        // cookie the chain does not pass) takes none of them with it. The walk stops at the
+        // chain's first gap: evicting a directory's pages oldest first, each finds its gap
+        // (or the page) at once.
+        let on_chain =
+            self.page(id).epoch == self.epoch && self.chain_from_start().any(|pos| pos.page == id);
         let page = self.pages[id as usize].take().expect("removing a live page");
         for c in std::iter::once(page.start).chain(page.entries.iter().map(|e| e.cookie)) {
             if self.index.get(&c).is_some_and(|p| p.page == id) {

@@ -288,20 +288,30 @@ impl<T: Send + 'static> GpPool<T> {
     pub fn alloc(&self) -> PoolBox<'_, T> {
         let home = self.home();
         loop {
-            if let Some(slot) = self.take_parked(home) {
-                // SAFETY: the slot was parked and its reuse policy allows handing it out: we
-                // own it exclusively now (no reader of the policy's guarantee remains).
-                unsafe {
-                    Slot::check_transition(slot, self.id, false);
-                    (self.reinit)(&mut (*slot.as_ptr()).value);
-                }
-                return PoolBox { slot, pool: self };
+            if let Some(slot) = self.take_parked(home, false) {
+                return self.reused(slot);
             }
             if let Some(slot) = self.fresh(home) {
                 return PoolBox { slot, pool: self };
             }
+            // At the cap: the wait and immediate policies look at every shard's parked objects
+            // too (the default policy's `take_parked` steals ready batches already).
+            if let Some(slot) = self.take_parked(home, true) {
+                return self.reused(slot);
+            }
             self.stall();
         }
+    }
+
+    /// A parked object handed out again, re-initialised.
+    fn reused(&self, slot: NonNull<Slot<T>>) -> PoolBox<'_, T> {
+        // SAFETY: the slot was parked and its reuse policy allows handing it out: we own it
+        // exclusively now (no reader of the policy's guarantee remains).
+        unsafe {
+            Slot::check_transition(slot, self.id, false);
+            (self.reinit)(&mut (*slot.as_ptr()).value);
+        }
+        PoolBox { slot, pool: self }
     }
 
     /// Turns a pointer from [`PoolBox::into_raw`] back into its box.
@@ -392,10 +402,13 @@ impl<T: Send + 'static> GpPool<T> {
         home_hint() & (self.shards.len() - 1)
     }
 
-    /// Takes a parked object the policy allows handing out, waiting if the policy says so.
-    fn take_parked(&self, home: usize) -> Option<NonNull<Slot<T>>> {
+    /// Takes a parked object the policy allows handing out, waiting if the policy says so:
+    /// from shard `home` (`anywhere`: from any shard, for the wait and immediate policies at
+    /// the cap; the default policy has looked everywhere already).
+    fn take_parked(&self, home: usize, anywhere: bool) -> Option<NonNull<Slot<T>>> {
         let shard = &self.shards[home].0;
         match self.config.reuse {
+            Reuse::AfterGracePeriod if anywhere => None,
             Reuse::AfterGracePeriod => {
                 let mut sh = lock(shard);
                 if let Some(slot) = sh.take_oldest_if(completed) {
@@ -416,7 +429,8 @@ impl<T: Send + 'static> GpPool<T> {
                 self.steal(home)
             }
             Reuse::WaitForGracePeriod | Reuse::Immediately => {
-                let (slot, cookie) = self.take_newest_anywhere(home)?;
+                let shards = if anywhere { self.shards.len() } else { 1 };
+                let (slot, cookie) = self.take_newest(home, shards)?;
                 if !completed(&cookie) {
                     self.timed_stall(|| cond_synchronize(cookie));
                 }
@@ -425,13 +439,13 @@ impl<T: Send + 'static> GpPool<T> {
         }
     }
 
-    /// The most recently parked object of shard `home`, else of another shard (one lock at a
-    /// time: at the cap the only parked objects may sit elsewhere), with its cookie. A pinned
-    /// thread cannot wait for a cookie: if the object's has not completed, this panics before
-    /// taking it, so the object stays parked.
-    fn take_newest_anywhere(&self, home: usize) -> Option<(NonNull<Slot<T>>, GpCookie)> {
+    /// The most recently parked object of shard `home`, else of the `shards - 1` shards after
+    /// it (one lock at a time), with its cookie. A pinned thread cannot wait for a cookie: if
+    /// the object's has not completed, this panics before taking it, so the object stays
+    /// parked.
+    fn take_newest(&self, home: usize, shards: usize) -> Option<(NonNull<Slot<T>>, GpCookie)> {
         let n = self.shards.len();
-        (0..n).find_map(|i| {
+        (0..shards).find_map(|i| {
             let mut sh = lock(&self.shards[(home + i) & (n - 1)].0);
             let newest = sh.newest_cookie()?;
             if !completed(&newest) && crossbeam_epoch::is_pinned() {
