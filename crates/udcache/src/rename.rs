@@ -145,8 +145,8 @@ impl crate::Dcache {
     /// between its steps. The old name is left as the [`UnlinkPolicy`]
     /// says; a replaced target's inode stays cached (until `forget`). Renaming a name onto
     /// itself, or onto another name of the same inode, does nothing (with
-    /// [`RenameMode::NoReplace`] it is [`Error::Exists`], as `renameat2` says: the target is
-    /// positive). Both directories' listings are marked changed.
+    /// [`RenameMode::NoReplace`] it is [`Error::Exists`](crate::Error::Exists), as `renameat2`
+    /// says: the target is positive). Both directories' listings are marked changed.
     ///
     /// Not checked (the filesystem's job, as in FUSE): that a directory is not moved into its
     /// own subtree, and that a directory replaces only an empty directory.
