@@ -204,6 +204,36 @@ fn traverse_vs_move_to_front() {
     traverse_vs_move(2, false);
 }
 
+/// Walk of `src` (0, 1) vs `dst.splice_back(src)` then a push of 3 onto `dst` (2): a walk
+/// that `valid()` says no move overlapped saw `src` at one instant, [0, 1] or empty; any walk
+/// sees each node at most once here, and 2 never (it is before the spliced nodes).
+#[test]
+fn walk_of_a_list_vs_splicing_it_away() {
+    model(|| {
+        let (freed, ns) = nodes(4);
+        let (src, dst) = (Arc::new(List::<LA>::new()), Arc::new(List::<LA>::new()));
+        for n in &ns[..2] {
+            src.lock().push_back(n.clone()).unwrap();
+        }
+        dst.lock().push_back(ns[2].clone()).unwrap();
+        let writer = {
+            let (src, dst, n3) = (src.clone(), dst.clone(), ns[3].clone());
+            loom::thread::spawn(move || {
+                let (mut d, mut s) = (dst.lock(), src.lock());
+                d.splice_back(&mut s);
+                d.push_back(n3).unwrap();
+            })
+        };
+        let (seen, valid) = walk(&src, &freed);
+        writer.join().unwrap();
+        if valid {
+            assert!(seen.is_empty() || seen == [0, 1], "valid walk saw {seen:?}");
+        }
+        assert_eq!(count(&seen, 2), 0, "{seen:?}");
+        assert!((0..4).all(|id| count(&seen, id) <= 1), "{seen:?}");
+    });
+}
+
 /// Walk of all children vs `make_negative(0)` on positives 0, 1: node 0 is seen at most twice
 /// (twice if the walk had passed it, never if it passed its old place between the unlink and
 /// the relink); node 1 is seen exactly once unless the reader stood on 0 when it moved (it then
