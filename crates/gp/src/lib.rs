@@ -22,9 +22,9 @@
 //!   parked object whose cookie completed, and otherwise allocates a fresh one instead of
 //!   waiting. The pool grows to free rate × grace-period latency and stops there: no stalls,
 //!   unless a hard cap on objects is set and reached. Fresh objects are made in runs (a
-//!   page's worth by default, in one allocation), the rest kept as spares for the next
-//!   allocations, so that objects allocated in a burst share pages rather than interleave with
-//!   the program's other allocations.
+//!   page's worth by default, side by side in blocks of the pool's own, up to 2 MiB on huge
+//!   pages), the rest kept as spares for the next allocations, so that objects allocated in
+//!   a burst share pages rather than interleave with the program's other allocations.
 //!
 //! ## Guarantees
 //!

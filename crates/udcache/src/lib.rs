@@ -136,13 +136,15 @@
 //! reused for another name after the pool's own grace period ([`Stats::dentries_recycled`]);
 //! [`Dcache::shrink`] gives parked cells back to the allocator.
 //!
-//! Not done for certain: the `lookup` benchmark's targets hold in about half the runs on this
-//! 2-core shared machine. udcache ≤ papaya per component at one thread: 28 full runs gave a
+//! Not done for certain: the `lookup` benchmark's targets held in about half the runs on this
+//! 2-core shared machine, and in fewer since. udcache ≤ papaya per component at one thread: 28
+//! full runs gave a
 //! median of 1.004 (0.81–1.39, 14 at or below 1), against 1.18 for the build before hash chains
 //! kept their older positives first (12 runs, 1.04–1.65, none at or below 1). Two threads over
 //! one ≥ 1.8: median 1.72 over the same 28 runs (1.36–2.46); the two builds do not differ in
 //! alternating pairs. What brought the first down from about 1.5: the pools make dentries in
-//! runs, side by side, in one allocation per run; the name table has two buckets per entry and
+//! runs, side by side, carved from blocks of their own (up to 2 MiB, on huge pages: see
+//! `udcache_gp`); the name table has two buckets per entry and
 //! each chain puts its older positives first, so a step reads few other dentries before its own
 //! (in a tree, the older ones are the ancestors, which every walk reads anyway); a walk's
 //! answer carries the leaf's number from its dentry ([`Named`]), so the caller does not load
@@ -156,9 +158,16 @@
 //! at 335,922 (medians of alternating runs). Nine tenths of a step's time are then two loads that miss, the bucket head
 //! and the dentry's first line; the instructions are at parity. The benchmark, whose variants
 //! run interleaved in one process, reads nearer 1 because the other trees evict papaya's lines
-//! too. Closing the gap means touching fewer bytes per step — a one-line dentry for short
-//! names, its LRU link, counts and pool pointer kept elsewhere, or pools and tables on huge
-//! pages — and is not done. A dentry's
+//! too. Pools with blocks of their own took some of the rest: dentries had shared pages with
+//! inodes, children maps and everything else a build allocates, so a walk needed a TLB entry
+//! for every 4 KiB of heap it crossed. On a later, slower day (every figure higher), 11
+//! alternating pairs of full runs gave a median ratio of 1.43 (1.21–1.50) before and 1.19
+//! (1.00–1.42) after, better in 10 pairs; alone, 1.67 before and 1.24 after (medians of 10).
+//! The bucket array on a huge page as well made no difference that noise did not hide. What
+//! is left is the lines touched per step (a cache simulator with a 2 MiB last level, which
+//! this machine's latency cliff suggests: 7.4 misses per walk against papaya's 6.1): a
+//! dentry's hot bytes span two lines, where a one-line dentry for short names would need its
+//! LRU link, counts and pool pointer kept elsewhere. Not done. A dentry's
 //! sequence count covers its inode and validity word, not its place in the tree: a rename makes
 //! a new dentry, and walks are validated by the global rename sequence, which is coarser than
 //! the kernel's per-dentry check (any rename sends overlapping walks to the fallback).

@@ -12,7 +12,7 @@
 //!   to start (after the lock is dropped), so one grace period serves many frees.
 //! - **Alloc**: an object of the thread's shard's oldest batch (the one freed last within it)
 //!   if that batch's cookie has completed (a load and a compare); else a completed batch stolen from another shard (`try_lock` only);
-//!   else a spare of the shard; else a fresh run: `fresh_run` objects made in one block, one
+//!   else a spare of the shard; else a fresh run: `fresh_run` objects made side by side, one
 //!   handed out and the others kept as the shard's spares; at `max_objects`, a spare left on
 //!   another shard. Only when the cap is reached and nothing is reusable does it wait: on the
 //!   oldest parked cookie, counted and timed as a stall.
@@ -22,12 +22,15 @@
 //!   a run, a burst of allocations (a directory's dentries added one after another) fills
 //!   whole pages with objects of this pool, so readers that walk them touch fewer pages (TLB
 //!   entries) and the allocator's neighbours of each object are objects of the same kind.
-//! - **Blocks.** A run is one allocation, aligned to two cache lines, with no allocator
-//!   header between its objects (see `run.rs`): a 128-byte object costs 128 bytes and fills
-//!   an aligned pair of lines. Releasing objects (`trim`, drop) returns a block's memory when
-//!   the last of its objects goes, as a slab does; a block with an object still in use or
-//!   parked keeps its memory, and the slots released from it are holes that later runs fill
-//!   before a new block is allocated.
+//! - **Blocks.** Runs are carved from blocks, large allocations of the pool's own (16 KiB for
+//!   a pool's first, each next one as large as all before it, up to 2 MiB aligned to 2 MiB
+//!   and advised to be backed by a huge page), with no allocator header between objects (see
+//!   `run.rs`): a 128-byte object costs 128 bytes and fills an aligned pair of lines, and a
+//!   pool's objects share pages, and at 2 MiB TLB entries, with no other allocation.
+//!   Releasing objects (`trim`, drop) returns a block's memory when the last of its objects
+//!   goes, as a slab does; a block with an object still in use or parked keeps its memory,
+//!   and the slots released from it are holes that later runs fill before any slot is
+//!   carved. The one block still being carved holds memory not yet used: at most its size.
 //! - **Locks.** One mutex per shard; a thread takes its own shard's lock and, while holding it,
 //!   at most `try_lock`s others: no lock order to violate, no deadlock. Shards belong to the
 //!   pool, not to threads, so a thread that exits strands nothing: its shard is used by other
@@ -124,8 +127,8 @@ impl PoolConfig {
     /// [`GpPool::alloc`]). At most `fresh_run - 1` spares per shard; [`GpPool::trim`]
     /// releases them. Within `max_objects`, a run is cut to what the cap leaves. By default a
     /// page's worth: as many objects as fit in 4 KiB, at least 1, at most 32 (1 under loom).
-    /// A run is one allocation, whose memory goes back to the allocator once all of its
-    /// objects are released (see [`GpPool::trim`]).
+    /// Runs are carved side by side from the pool's blocks, whose memory goes back to the
+    /// allocator once all of their objects are released (see [`GpPool::trim`]).
     pub fn with_fresh_run(mut self, objects: usize) -> Self {
         self.fresh_run = Some(objects.clamp(1, run::MAX_RUN));
         self
@@ -346,10 +349,10 @@ impl<T: Send + 'static> GpPool<T> {
 
     /// Releases parked objects whose grace period has completed, and the spares; returns how
     /// many. Use it after a burst, when the pool holds more than it needs. Objects are made
-    /// in runs of one allocation each, so memory goes back to the allocator for each run all
-    /// of whose objects are released (now or earlier); a run with an object still in use or
-    /// parked keeps its memory until that one is released too, and the slots released from
-    /// it are filled again by later allocations before any new run is made.
+    /// in blocks, so memory goes back to the allocator for each block all of whose objects
+    /// are released (now or earlier); a block with an object still in use or parked keeps its
+    /// memory until that one is released too, and the slots released from it are filled again
+    /// by later allocations before any new slot is carved.
     /// For the objects left parked it asks for a grace period to start (one covers them all:
     /// cookies are ordered), so that a later `trim` can release them.
     pub fn trim(&self) -> usize {
@@ -501,7 +504,8 @@ impl<T: Send + 'static> GpPool<T> {
     }
 
     /// Makes up to `fresh_run` objects (fewer if the cap is near, none at it): in the holes
-    /// earlier releases left in blocks still in use, or else in one new block (see `run.rs`);
+    /// earlier releases left in blocks still in use, or else side by side in the block being
+    /// carved (see `run.rs`);
     /// returns the first and keeps the others as `home`'s spares.
     fn fresh_run(&self, home: usize) -> Option<NonNull<Slot<T>>> {
         let run = self.config.fresh_run.unwrap_or_else(page_run::<T>);
@@ -516,7 +520,7 @@ impl<T: Send + 'static> GpPool<T> {
             None => Ok(self.objects.fetch_add(run, Relaxed)),
         }
         .ok()?;
-        let place = self.runs.place(made);
+        let place = self.runs.place::<T>(made);
         let kept = place.len();
         // Fewer holes than asked for: give the rest of the budget back now, before the objects
         // are made (the caller's `make` may take its time, and others count against the cap

@@ -1,35 +1,43 @@
 //! Runs: the blocks fresh objects are made in, and the table that frees them.
 //!
-//! A fresh run of `n` objects is **one allocation**: `n` slots back to back, the block
-//! aligned to [`RUN_ALIGN`]. Two things follow, like a kernel slab's:
+//! Objects are made in **blocks**, large allocations carved into slots back to back; a run
+//! takes the next free slots of the newest block (or the holes below). Three things follow,
+//! like a kernel slab's:
 //!
 //! - an object whose size is a multiple of 64 starts a cache line, and one of 128 bytes fills
 //!   an aligned pair of lines (the pair an adjacent-line prefetcher fetches together), so a
 //!   reader that touches an object's first bytes never straddles a line it did not need;
 //!   objects made one by one by the global allocator sit wherever its headers leave them
 //!   (glibc: 16 bytes in, 144 apart for a 128-byte object);
-//! - no allocator header per object: a 128-byte object costs 128 bytes, not 144.
+//! - no allocator header per object: a 128-byte object costs 128 bytes, not 144;
+//! - the pool's objects sit together, apart from everything else the program allocates: a
+//!   reader that goes from object to object (a path walk, dentry after dentry) needs a TLB
+//!   entry per page of *objects*, not per page of the heap they were made among. Each new
+//!   block is as large as the pool's blocks so far, from [`SMALL_BLOCK`] up to
+//!   [`BIG_BLOCK`]: a small pool costs a few pages, and a large one is made of 2 MiB blocks
+//!   aligned to 2 MiB, which the kernel is asked (`madvise(MADV_HUGEPAGE)`, on Linux) to back
+//!   with huge pages, one TLB entry each. At most one block is partly carved at a time.
 //!
 //! # Freeing
 //!
 //! Objects leave the pool (`trim`, the pool's drop) one at a time, but a block can go back to
-//! the allocator only whole. [`Runs`] records every block with how many of its objects are
-//! still alive; freeing an object drops it and counts its block down, and the last one
-//! deallocates the block. A block whose objects are partly still in use keeps its memory (as
-//! a slab page does), and the slot the freed object leaves is a **hole**: the table keeps the
-//! holes, and the next run is made in them (lowest address first) before any new block is
-//! allocated. So memory a partial trim could not give back is used again when the pool grows:
-//! a cache shrunk to a random tenth and filled again reuses its old blocks instead of adding
-//! new ones beside them. Objects are made in holes one by one, not side by side: only a new
-//! block keeps a run's objects together.
+//! the allocator only whole. [`Runs`] records every block with how many of its slots are
+//! carved and how many hold an object still alive; freeing an object drops it and counts its
+//! block down, and the last one deallocates the block. A block whose objects are partly still
+//! in use keeps its memory (as a slab page does), and the slot the freed object leaves is a
+//! **hole**: the table keeps the holes, and the next run is made in them (lowest address
+//! first) before any slot is carved. So memory a partial trim could not give back is used
+//! again when the pool grows: a cache shrunk to a random tenth and filled again reuses its old
+//! blocks instead of adding new ones beside them. Objects are made in holes one by one, not
+//! side by side: only carving keeps a run's objects together.
 //!
 //! The table's lock is taken once per run made (one in 32 allocations of a 128-byte object at
 //! most, and none when a parked object is reused) and once per object released; never when an
 //! object is parked or handed out again.
 //!
-//! Holes are kept as addresses. Every block's provenance is exposed when it is allocated, so
-//! a pointer to a hole is rebuilt from its address (`with_exposed_provenance_mut`) with the
-//! rights of the block it lies in.
+//! Slots are handed to runs as addresses. Every block's provenance is exposed when it is
+//! allocated, so a pointer to a slot is rebuilt from its address
+//! (`with_exposed_provenance_mut`) with the rights of the block it lies in.
 //!
 //! The table's lock is std's even under loom: it is bookkeeping of memory, not part of a
 //! protocol the models check, and the pool's drop may hand it to a deferred function that
@@ -43,8 +51,15 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::slot::Slot;
 
-/// The alignment of every block: two cache lines.
+/// The alignment of every block smaller than [`BIG_BLOCK`]: two cache lines.
 pub(crate) const RUN_ALIGN: usize = 128;
+
+/// The size of a pool's first block.
+pub(crate) const SMALL_BLOCK: usize = 16 << 10;
+
+/// The largest block (unless one run needs more), and the alignment of blocks that large: a
+/// huge page on x86-64 and on arm64 with 4 KiB pages.
+pub(crate) const BIG_BLOCK: usize = 2 << 20;
 
 /// The blocks of a pool and their holes.
 #[derive(Default)]
@@ -59,51 +74,66 @@ struct Table {
     /// The address of every slot whose object was freed while its block stayed (see the
     /// module docs).
     holes: BTreeSet<usize>,
+    /// The block runs are carved from (its start), while it has uncarved slots.
+    open: Option<usize>,
+    /// The bytes of every block: the size of the next one.
+    bytes: usize,
 }
 
-/// One block: how many objects it was made with (which gives its layout) and how many of
-/// them are not yet freed. Two 16-bit counts (runs hold at most [`MAX_RUN`] objects): with
-/// runs of 32, the table and its tree nodes cost under a byte per object (0.8 in udcache's
-/// dcache-flood).
+/// One block: its size (which gives its layout and its slot count), how many of its slots
+/// have been carved, and how many of those hold an object not yet freed (or are handed to a
+/// run being made).
 struct Block {
-    objects: u16,
-    alive: u16,
+    bytes: usize,
+    carved: usize,
+    alive: usize,
 }
 
-/// Where a run's objects go (see [`Runs::place`]).
-pub(crate) enum Place {
-    /// These holes (addresses), already taken off the hole set and counted alive.
-    Holes(Vec<usize>),
-    /// A new block of this many.
-    Block(usize),
-}
+/// Where a run's objects go (see [`Runs::place`]): slot addresses, already counted alive in
+/// their blocks.
+pub(crate) struct Place(Vec<usize>);
 
 impl Place {
     /// How many objects the run makes.
     pub(crate) fn len(&self) -> usize {
-        match self {
-            Place::Holes(holes) => holes.len(),
-            Place::Block(n) => *n,
-        }
+        self.0.len()
     }
 }
 
 /// The most objects one run may hold.
 pub(crate) const MAX_RUN: usize = u16::MAX as usize;
 
-/// The layout of a block of `n` slots of `T`.
-fn block_layout<T>(n: usize) -> Layout {
-    let layout = Layout::array::<Slot<T>>(n)
-        .and_then(|l| l.align_to(RUN_ALIGN))
-        .expect("a fresh run's size overflows");
-    // Zero-sized objects still get a block of their own, so blocks never share an address.
-    Layout::from_size_align(layout.size().max(1), layout.align()).expect("a one-byte block fits")
+/// The distance between two slots of `T`: its size, or its alignment for a zero-sized `T`,
+/// so that every slot has an address of its own.
+fn stride<T>() -> usize {
+    size_of::<Slot<T>>().max(align_of::<Slot<T>>())
+}
+
+/// The layout of a block of `bytes` bytes of slots of `T`.
+fn block_layout<T>(bytes: usize) -> Layout {
+    let align = if bytes >= BIG_BLOCK { BIG_BLOCK } else { RUN_ALIGN };
+    Layout::from_size_align(bytes, align.max(align_of::<Slot<T>>()))
+        .expect("a block's size overflows")
+}
+
+/// Asks the kernel to back a block with huge pages (see the module docs). Advice only: any
+/// failure leaves the block as it is.
+fn advise_huge(base: *mut u8, layout: Layout) {
+    #[cfg(target_os = "linux")]
+    if layout.align() >= BIG_BLOCK {
+        // SAFETY: `[base, base + size)` is a live allocation of this table, aligned to a
+        // huge page (so to a page); MADV_HUGEPAGE changes how the kernel backs it, never its
+        // contents, and cannot fail in a way that matters.
+        unsafe { libc::madvise(base.cast(), layout.size(), libc::MADV_HUGEPAGE) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (base, layout);
 }
 
 impl Runs {
     /// Makes up to `n` (at least 1) objects with `make`: in holes if there are any (as many as
-    /// there are, up to `n`), or else `n` in one new block. Their slots, in address order. If
-    /// `make` panics, see [`Runs::make_at`].
+    /// there are, up to `n`), or else in carved slots (as many as the open block has left, up
+    /// to `n`). Their slots, in address order. If `make` panics, see [`Runs::make_at`].
     #[cfg(test)]
     pub(crate) fn make<T>(
         &self,
@@ -111,98 +141,71 @@ impl Runs {
         make: impl FnMut() -> T,
         pool: usize,
     ) -> Vec<NonNull<Slot<T>>> {
-        self.make_at(self.place(n), make, pool)
+        self.make_at(self.place::<T>(n), make, pool)
     }
 
     /// Where a run of up to `n` (at least 1) objects goes: the holes there are (as many as
-    /// there are, up to `n`, taken off the hole set now), or else a new block of `n`. How many
-    /// is known before any object is made ([`Place::len`]).
-    pub(crate) fn place(&self, n: usize) -> Place {
+    /// there are, up to `n`, taken off the hole set now), or else slots carved from the open
+    /// block (as many as it has left, up to `n`; a new block is allocated if none is open).
+    /// How many is known before any object is made ([`Place::len`]).
+    pub(crate) fn place<T>(&self, n: usize) -> Place {
         assert!(n > 0, "a run holds at least one object");
-        let holes = self.lock().fill_holes(n);
-        if holes.is_empty() { Place::Block(n) } else { Place::Holes(holes) }
+        let mut table = self.lock();
+        let holes = table.fill_holes(n);
+        if !holes.is_empty() {
+            return Place(holes);
+        }
+        let start = match table.open {
+            Some(start) => start,
+            None => table.new_block::<T>(n),
+        };
+        let stride = stride::<T>();
+        let block = table.blocks.get_mut(&start).expect("the open block is in the table");
+        let k = n.min(block.bytes / stride - block.carved);
+        let first = start + block.carved * stride;
+        block.carved += k;
+        block.alive += k;
+        if block.carved == block.bytes / stride {
+            table.open = None;
+        }
+        Place((0..k).map(|i| first + i * stride).collect())
     }
 
     /// Makes the objects of `place` with `make`: their slots, in address order. If `make`
-    /// panics, the objects it made are dropped and the place is given back (holes stay holes,
-    /// a new block is deallocated) before the panic goes on.
+    /// panics, the objects it made are dropped and the slots are given back (holes, or the
+    /// block goes if nothing else is alive in it) before the panic goes on.
     pub(crate) fn make_at<T>(
         &self,
         place: Place,
         mut make: impl FnMut() -> T,
         pool: usize,
     ) -> Vec<NonNull<Slot<T>>> {
-        let (targets, block) = match place {
-            Place::Holes(holes) => {
-                let slots = holes.into_iter().map(|addr| {
-                    NonNull::new(with_exposed_provenance_mut::<Slot<T>>(addr))
-                        .expect("a hole is inside a block")
-                });
-                (slots.collect::<Vec<_>>(), None)
-            }
-            Place::Block(n) => {
-                let layout = block_layout::<T>(n);
-                // SAFETY: the layout's size is non-zero.
-                let base = unsafe { alloc(layout) }.cast::<Slot<T>>();
-                let Some(base) = NonNull::new(base) else { handle_alloc_error(layout) };
-                // Holes of this block are rebuilt from their addresses (see the module docs).
-                base.as_ptr().expose_provenance();
-                // SAFETY: `i < n` and the block holds `n` slots (`Layout::array`).
-                let slots = (0..n).map(|i| unsafe { base.add(i) });
-                (slots.collect(), Some((base, n)))
-            }
-        };
+        let targets: Vec<NonNull<Slot<T>>> = (place.0.into_iter())
+            .map(|addr| {
+                NonNull::new(with_exposed_provenance_mut::<Slot<T>>(addr))
+                    .expect("a slot is inside a block")
+            })
+            .collect();
         for (made, &slot) in targets.iter().enumerate() {
             match catch_unwind(AssertUnwindSafe(&mut make)) {
-                // SAFETY: a hole is a slot of a live block of this table (exposed when the
-                // block was allocated, aligned as every slot of it) whose object was dropped,
-                // taken off the hole set for this call alone; a new block's slots are in
-                // bounds, aligned (the block is aligned at least to `Slot<T>`, and slots
-                // follow each other at its size) and not yet written.
+                // SAFETY: a placed slot lies in a live block of this table (exposed when the
+                // block was allocated), aligned as every slot of it (the block is aligned at
+                // least to `Slot<T>`, and slots follow each other at a multiple of its
+                // alignment), holds no object (a hole's was dropped; a carved slot was never
+                // written), and was placed for this call alone.
                 Ok(value) => unsafe { slot.write(Slot::new(value, pool)) },
                 Err(panic) => {
-                    // SAFETY: the first `made` targets hold objects made just now that no one
-                    // else has seen; the others were never written.
-                    unsafe { self.unmake(&targets, made, block) };
+                    for slot in &targets[..made] {
+                        // SAFETY: made just now by this run; no one else has seen it.
+                        unsafe { slot.drop_in_place() };
+                    }
+                    // SAFETY: the run's slots, counted alive by `place`, now hold no object.
+                    unsafe { self.give_back(&targets) };
                     resume_unwind(panic);
                 }
             }
         }
-        if let Some((base, n)) = block {
-            let objects = u16::try_from(n).expect("a run holds at most MAX_RUN objects");
-            let block = Block { objects, alive: objects };
-            self.lock().blocks.insert(base.as_ptr().addr(), block);
-        }
         targets
-    }
-
-    /// Undoes a run whose `make` panicked after making `made` objects: drops them and gives
-    /// the run's place back.
-    ///
-    /// # Safety
-    ///
-    /// `targets` are the run's slots (holes taken off the hole set, or the slots of `block`,
-    /// which is not yet in the table), the first `made` of them hold objects no one else has
-    /// seen, and the others were never written.
-    unsafe fn unmake<T>(
-        &self,
-        targets: &[NonNull<Slot<T>>],
-        made: usize,
-        block: Option<(NonNull<Slot<T>>, usize)>,
-    ) {
-        for slot in &targets[..made] {
-            // SAFETY: made by this run and seen by no one (the caller's contract).
-            unsafe { slot.drop_in_place() };
-        }
-        match block {
-            Some((base, n)) => {
-                // SAFETY: allocated by `make_at` with this layout and never published; its
-                // objects are dropped (above) or were never made.
-                unsafe { dealloc(base.as_ptr().cast(), block_layout::<T>(n)) };
-            }
-            // SAFETY: the holes' objects are dropped (above) or were never made.
-            None => unsafe { self.give_back(targets) },
-        }
     }
 
     /// Drops the object in `slot` and releases its block's memory if it was the block's last.
@@ -226,20 +229,19 @@ impl Runs {
     /// Each slot is a counted-alive slot of a block of this table, its object dropped or never
     /// made, and no one refers to it.
     unsafe fn give_back<T>(&self, slots: &[NonNull<Slot<T>>]) {
-        let layout_of = |objects: u16| block_layout::<T>(objects as usize);
         let released: Vec<_> = {
             let mut table = self.lock();
             slots
                 .iter()
-                .filter_map(|slot| Some((slot, table.release(slot.as_ptr().addr(), layout_of)?)))
+                .filter_map(|slot| Some((slot, table.release(slot.as_ptr().addr())?)))
                 .collect()
         };
-        for (slot, (start, layout)) in released {
+        for (slot, (start, bytes)) in released {
             // The block's start, with the provenance of the slot's pointer (derived from it).
             let base = slot.as_ptr().cast::<u8>().with_addr(start);
-            // SAFETY: allocated by `make_at` with this layout; every object in it has been
-            // dropped, so nothing refers to it.
-            unsafe { dealloc(base, layout) };
+            // SAFETY: allocated by `new_block` with this layout; every object in it has been
+            // dropped (or was never made), so nothing refers to it.
+            unsafe { dealloc(base, block_layout::<T>(bytes)) };
         }
     }
 
@@ -255,6 +257,12 @@ impl Runs {
         self.lock().holes.len()
     }
 
+    /// Every block's start and size, in address order (for tests).
+    #[cfg(test)]
+    fn block_sizes(&self) -> Vec<(usize, usize)> {
+        self.lock().blocks.iter().map(|(&start, b)| (start, b.bytes)).collect()
+    }
+
     fn lock(&self) -> MutexGuard<'_, Table> {
         // A panic never leaves the table half-updated: no update calls out of this module.
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
@@ -262,6 +270,27 @@ impl Runs {
 }
 
 impl Table {
+    /// Allocates a block for slots of `T`, with room for at least `n` of them, and opens it:
+    /// its start.
+    fn new_block<T>(&mut self, n: usize) -> usize {
+        let stride = stride::<T>();
+        let run = n.checked_mul(stride).expect("a fresh run's size overflows");
+        let bytes = self.bytes.clamp(SMALL_BLOCK, BIG_BLOCK).max(run);
+        let layout = block_layout::<T>(bytes);
+        // SAFETY: the layout's size is non-zero (at least one slot of a non-zero stride).
+        let base = unsafe { alloc(layout) };
+        if base.is_null() {
+            handle_alloc_error(layout);
+        }
+        // Slots of this block are rebuilt from their addresses (see the module docs).
+        let start = base.expose_provenance();
+        advise_huge(base, layout);
+        self.blocks.insert(start, Block { bytes, carved: 0, alive: 0 });
+        self.bytes += bytes;
+        self.open = Some(start);
+        start
+    }
+
     /// The block holding `addr`: its start and its counts.
     fn block_of(&mut self, addr: usize) -> (usize, &mut Block) {
         // Blocks do not overlap, so the one holding `addr` starts at or below it, and no other
@@ -271,30 +300,30 @@ impl Table {
     }
 
     /// Counts the slot at `addr`, whose object is gone, out of its block: a hole, or, if it was
-    /// the block's last, the block leaves the table with its holes and its start and layout
-    /// (`layout_of` its object count) are returned for the caller to deallocate.
-    fn release(
-        &mut self,
-        addr: usize,
-        layout_of: impl Fn(u16) -> Layout,
-    ) -> Option<(usize, Layout)> {
+    /// the block's last, the block leaves the table with its holes, and its start and size are
+    /// returned for the caller to deallocate.
+    fn release(&mut self, addr: usize) -> Option<(usize, usize)> {
         let (start, block) = self.block_of(addr);
-        let layout = layout_of(block.objects);
-        debug_assert!(addr < start + layout.size(), "udcache_gp: a slot outside its run");
+        let bytes = block.bytes;
+        debug_assert!(addr < start + bytes, "udcache_gp: a slot outside its block");
         block.alive -= 1;
         if block.alive > 0 {
             self.holes.insert(addr);
             return None;
         }
         self.blocks.remove(&start);
-        // The block's other slots are all holes now: they go with it (one removal each, so
-        // the cost is the block's, not the table's: `split_off` and `append` would move every
-        // hole above it).
-        let gone: Vec<usize> = self.holes.range(start..start + layout.size()).copied().collect();
+        self.bytes -= bytes;
+        if self.open == Some(start) {
+            self.open = None;
+        }
+        // The block's other carved slots are all holes now: they go with it (one removal
+        // each, so the cost is the block's, not the table's: `split_off` and `append` would
+        // move every hole above it).
+        let gone: Vec<usize> = self.holes.range(start..start + bytes).copied().collect();
         for hole in gone {
             self.holes.remove(&hole);
         }
-        Some((start, layout))
+        Some((start, bytes))
     }
 
     /// Takes up to `n` holes, lowest first, counting each back into its block.
@@ -331,24 +360,30 @@ mod tests {
         }
     }
 
+    /// Frees a slot made by a test's `runs`.
+    fn free<T>(runs: &Runs, slot: NonNull<Slot<T>>) {
+        // SAFETY: every slot a test passes here was made by `runs` and is freed once.
+        unsafe { runs.free(slot) }
+    }
+
     #[test]
-    fn objects_of_a_run_are_aligned_and_the_last_free_releases_the_block() {
+    fn runs_are_carved_side_by_side_aligned_and_the_last_free_releases_the_block() {
         let runs = Runs::default();
         let drops = Arc::new(AtomicUsize::new(0));
         let a = runs.make(3, || Line::new(&drops), 1);
         let b = runs.make(2, || Line::new(&drops), 1);
+        let addrs: Vec<usize> = a.iter().chain(&b).map(|s| s.as_ptr().addr()).collect();
+        let stride = stride::<Line>();
+        assert!(addrs.windows(2).all(|w| w[1] == w[0] + stride), "one after another: {addrs:?}");
         if cfg!(not(debug_assertions)) {
             // Release builds: a slot is its value, so each 128-byte object fills an aligned
             // pair of lines.
-            for s in a.iter().chain(&b) {
-                assert_eq!(s.as_ptr().addr() % RUN_ALIGN, 0);
-            }
+            assert!(addrs.iter().all(|a| a % RUN_ALIGN == 0));
         }
-        assert_eq!(runs.blocks(), 2);
-        // Freed out of order and interleaved across blocks.
-        for (s, blocks_after) in [(a[1], 2), (b[0], 2), (a[0], 2), (b[1], 1), (a[2], 0)] {
-            // SAFETY: each slot was made by `runs` and is freed once.
-            unsafe { runs.free(s) };
+        assert_eq!(runs.blocks(), 1);
+        // Freed out of order and interleaved across the runs.
+        for (s, blocks_after) in [(a[1], 1), (b[0], 1), (a[0], 1), (b[1], 1), (a[2], 0)] {
+            free(&runs, s);
             assert_eq!(runs.blocks(), blocks_after);
         }
         assert_eq!(drops.load(Relaxed), 5);
@@ -359,37 +394,96 @@ mod tests {
         let runs = Runs::default();
         let drops = Arc::new(AtomicUsize::new(0));
         let a = runs.make(4, || Line::new(&drops), 1);
-        let free = |s: NonNull<Slot<Line>>| {
-            // SAFETY: each slot passed here was made by `runs` and is freed once while live.
-            unsafe { runs.free(s) }
-        };
-        free(a[2]);
-        free(a[1]);
+        free(&runs, a[2]);
+        free(&runs, a[1]);
         assert_eq!((runs.blocks(), runs.holes()), (1, 2));
         let b = runs.make(3, || Line::new(&drops), 1);
-        assert_eq!(b, [a[1], a[2]], "the two holes, lowest first, and no new block");
+        assert_eq!(b, [a[1], a[2]], "the two holes, lowest first, and nothing carved");
         assert_eq!((runs.blocks(), runs.holes()), (1, 0));
+        // The rest of the first block, then a second.
+        let rest = runs.make(SMALL_BLOCK / stride::<Line>() - 4, || Line::new(&drops), 1);
+        assert_eq!(runs.blocks(), 1, "carved from the open block");
         let c = runs.make(2, || Line::new(&drops), 1);
-        assert_eq!(runs.blocks(), 2, "no hole left: a new block");
-        [c[0], a[0], b[0], a[3]].into_iter().for_each(free);
-        assert_eq!((runs.blocks(), runs.holes()), (2, 4));
-        free(b[1]);
+        assert_eq!(runs.blocks(), 2, "no hole and no slot left: a new block");
+        [c[0], a[0], b[0], a[3]].into_iter().for_each(|s| free(&runs, s));
+        rest.iter().for_each(|&s| free(&runs, s));
+        assert_eq!((runs.blocks(), runs.holes()), (2, 4 + rest.len()));
+        free(&runs, b[1]);
         assert_eq!((runs.blocks(), runs.holes()), (1, 1), "the first block went with its holes");
-        free(c[1]);
+        free(&runs, c[1]);
         assert_eq!((runs.blocks(), runs.holes()), (0, 0));
-        assert_eq!(drops.load(Relaxed), 8, "each object made, in a block or a hole, dropped once");
+        assert_eq!(drops.load(Relaxed), 8 + rest.len(), "each object made dropped once");
     }
 
     #[test]
-    fn zero_sized_objects_get_blocks_of_their_own() {
+    fn blocks_grow_with_the_pool_up_to_big_aligned_ones() {
+        let runs = Runs::default();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut made = Vec::new();
+        while runs.block_sizes().iter().filter(|&&(_, bytes)| bytes >= BIG_BLOCK).count() < 2 {
+            made.extend(runs.make(32, || Line::new(&drops), 1));
+        }
+        let sizes = runs.block_sizes();
+        // Each block as large as all before it (from 16 KiB), up to 2 MiB.
+        let mut expected = vec![SMALL_BLOCK];
+        while expected.len() < sizes.len() {
+            let so_far: usize = expected.iter().sum();
+            expected.push(so_far.clamp(SMALL_BLOCK, BIG_BLOCK));
+        }
+        let mut got: Vec<usize> = sizes.iter().map(|&(_, bytes)| bytes).collect();
+        got.sort_unstable();
+        assert_eq!(got, expected, "(sorted: blocks are listed by address)");
+        for &(start, bytes) in &sizes {
+            let align = if bytes >= BIG_BLOCK { BIG_BLOCK } else { RUN_ALIGN };
+            assert_eq!(start % align, 0, "a block of {bytes} bytes at {start:#x}");
+        }
+        made.into_iter().for_each(|s| free(&runs, s));
+        assert_eq!(runs.blocks(), 0);
+    }
+
+    /// On Linux with transparent huge pages, a big block's memory is marked for them (`hg` in
+    /// its mapping's `VmFlags`): the kernel may then back it with huge pages.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn big_blocks_are_advised_to_use_huge_pages() {
+        if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+            eprintln!("no transparent huge pages in this kernel: nothing to check");
+            return;
+        }
+        let runs = Runs::default();
+        let mut made = Vec::new();
+        while !runs.block_sizes().iter().any(|&(_, bytes)| bytes >= BIG_BLOCK) {
+            made.extend(runs.make(32, || [0u64; 16], 1));
+        }
+        let (start, _) = *runs.block_sizes().iter().find(|&&(_, b)| b >= BIG_BLOCK).unwrap();
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let hex = |h: &str| usize::from_str_radix(h, 16).ok();
+        let mut flags_of_block = None;
+        let mut inside = false;
+        for line in smaps.lines() {
+            // A mapping's first line starts with its range, `lo-hi`; its fields follow.
+            let first = line.split_whitespace().next().unwrap_or("");
+            if let Some((Some(lo), Some(hi))) = first.split_once('-').map(|(l, h)| (hex(l), hex(h)))
+            {
+                inside = (lo..hi).contains(&start);
+            } else if inside && line.starts_with("VmFlags:") {
+                flags_of_block = Some(line.to_string());
+            }
+        }
+        let flags = flags_of_block.expect("the block's mapping is in smaps");
+        assert!(flags.split_whitespace().any(|f| f == "hg"), "{flags}");
+        made.into_iter().for_each(|s| free(&runs, s));
+    }
+
+    #[test]
+    fn zero_sized_objects_get_addresses_of_their_own() {
         let runs = Runs::default();
         let a = runs.make(4, || (), 1);
         let b = runs.make(1, || (), 1);
-        assert_eq!(runs.blocks(), 2);
-        for s in a.into_iter().chain(b) {
-            // SAFETY: made by `runs`, freed once.
-            unsafe { runs.free(s) };
-        }
+        let addrs: BTreeSet<usize> = a.iter().chain(&b).map(|s| s.as_ptr().addr()).collect();
+        assert_eq!(addrs.len(), 5);
+        assert_eq!(runs.blocks(), 1);
+        a.into_iter().chain(b).for_each(|s| free(&runs, s));
         assert_eq!(runs.blocks(), 0);
     }
 }
