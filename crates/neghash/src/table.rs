@@ -125,15 +125,30 @@ impl Config {
 
     /// Rule 2: at most `cap` negative entries per bucket, whatever their referenced bits (the
     /// victim is chosen by second chance among the bucket's settled negatives). `None` turns it
-    /// off. Default `Some(6)`.
+    /// off. Default `Some(6)`. A cap of 0 counts as 1: the negative a lookup just remembered
+    /// is kept until the bucket's next one evicts it.
     pub fn with_negative_cap(mut self, cap: Option<usize>) -> Self {
         self.negative_cap = cap.map(|c| c.max(1));
         self
     }
 
     /// A global cap: negatives may make up at most this share of all entries; beyond it, each
-    /// negative release evicts the oldest unused negative. Default off.
+    /// negative release evicts an unused negative: the oldest on one of the LRU's shards
+    /// (shards go by bucket, and evictions take them in turn, so the order is only roughly
+    /// the oldest first). Default off.
+    ///
+    /// # Panics
+    ///
+    /// If the share is not a number from 0 to 1.
+    ///
+    /// ```should_panic
+    /// use udcache_neghash::Config;
+    /// let _ = Config::for_entries(16).with_negative_share(Some(f64::NAN));
+    /// ```
     pub fn with_negative_share(mut self, share: Option<f64>) -> Self {
+        if let Some(share) = share {
+            assert!((0.0..=1.0).contains(&share), "udcache_neghash: a negative share of {share}");
+        }
         self.negative_share = share;
         self
     }
