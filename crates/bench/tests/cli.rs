@@ -176,7 +176,19 @@ fn lookup_reports_per_component_figures() {
     let ns = s["ns_per_component"].as_f64().unwrap();
     assert_eq!(ns, s["ns_per_component_udcache_1t"].as_f64().unwrap());
     let ratio = ns / s["ns_per_component_papaya_1t"].as_f64().unwrap();
-    assert!((s["ratio_vs_papaya_1t"].as_f64().unwrap() - ratio).abs() < 1e-9, "same run: {s}");
+    assert_same(&s, "ratio_vs_papaya_1t", ratio);
+    // Scaling is throughput with 2 threads over 1: time per component with 1 over with 2.
+    for (field, variant) in [("scaling_2t", "udcache"), ("scaling_2t_mutex", "mutex")] {
+        let ns = |t: u32| s[format!("ns_per_component_{variant}_{t}t")].as_f64().unwrap();
+        assert_same(&s, field, ns(1) / ns(2));
+    }
+}
+
+/// `s[field]` is `expected`, computed from other fields of the same run (a swapped or
+/// inverted formula fails here).
+fn assert_same(s: &serde_json::Value, field: &str, expected: f64) {
+    let got = s[field].as_f64().unwrap_or_else(|| panic!("{field} missing: {s}"));
+    assert!((got - expected).abs() <= 1e-9 * expected.abs(), "{field}: {got} vs {expected}: {s}");
 }
 
 #[test]
@@ -190,9 +202,9 @@ fn make_j_reports_scaling() {
     for (scaling, rate) in
         [("scaling_3t", "compiles_per_s_udcache"), ("scaling_3t_mutex", "compiles_per_s_mutex")]
     {
-        let three = s[format!("{rate}_3t")].as_f64().expect("a 3-thread rate");
-        let one = s[format!("{rate}_1t")].as_f64().unwrap();
-        assert!((s[scaling].as_f64().unwrap() - three / one).abs() < 1e-9, "{scaling}: {s}");
+        let rate = |t: u32| s[format!("{rate}_{t}t")].as_f64().expect("a rate per count");
+        assert_same(&s, scaling, rate(3) / rate(1));
+        assert_same(&s, &scaling.replace("3t", "2t"), rate(2) / rate(1));
     }
     assert!(s.get("scaling_4t").is_none(), "no count above --max-threads: {s}");
     assert!(rows.iter().all(|r| r["scaling_3t"].as_f64().is_some()), "{rows:?}");
@@ -205,7 +217,8 @@ fn make_j_reports_scaling() {
 fn children_walk_keeps_its_negatives() {
     let (rows, s) = quick_json("children-walk");
     assert_eq!(rows.len(), 2);
-    assert!(s["ratio_with_negatives"].as_f64().is_some_and(|v| v > 0.0), "{s}");
+    let ns = |f: &str| s[f].as_f64().unwrap();
+    assert_same(&s, "ratio_with_negatives", ns("ns_with_negatives") / ns("ns_without"));
     // The comparison is only meaningful if the negatives are really cached.
     let (kept, added) = (s["negatives_kept"].as_u64().unwrap(), s["negatives_added"].as_u64());
     assert!(kept as f64 >= 0.9 * added.unwrap() as f64 && Some(kept) <= added, "{s}");
@@ -215,9 +228,14 @@ fn children_walk_keeps_its_negatives() {
 fn dcache_flood_reports_bounds() {
     let (rows, s) = quick_json("dcache-flood");
     assert_eq!(rows.len(), 16, "8 iterations, once and twice");
-    for f in ["per_bucket_once", "per_bucket_twice", "bytes_per_dentry"] {
-        assert!(s[f].as_f64().is_some_and(|v| v > 0.0), "{f}: {s}");
+    for form in ["once", "twice"] {
+        let last = rows.iter().rfind(|r| r["form"] == form).expect("a row of each form");
+        assert_same(&s, &format!("per_bucket_{form}"), last["per_bucket"].as_f64().unwrap());
     }
+    // A dentry entry is 120 bytes and its share of the tables a few more; several times that
+    // is not a figure per dentry (divided by buckets, say).
+    let bytes = s["bytes_per_dentry"].as_f64().unwrap();
+    assert!((120.0..400.0).contains(&bytes), "{s}");
     // The bounds are properties of the cache, not speed figures: they must hold.
     let cap = s["cap"].as_f64().unwrap();
     assert!(s["per_bucket_once"].as_f64().unwrap() <= 3.0, "{s}");

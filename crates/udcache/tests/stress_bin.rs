@@ -74,7 +74,14 @@ fn flood(extra: &[&str]) -> Run {
     assert_eq!(count(&run.text, "start iteration "), 3);
     assert_eq!(count(&run.text, "iteration 3 complete in "), 1, "{}", run.text);
     assert!(run.text.contains("total names 30000"), "{}", run.text);
-    assert_eq!(count(&run.text, "children walk time: "), 4, "{}", run.text);
+    assert_eq!(count(&run.text, "inotify time: "), 4, "{}", run.text);
+    // The C tool's line exactly (`inotify time: %f seconds`), the count on the next.
+    let lines: Vec<&str> = run.text.lines().collect();
+    for (i, line) in lines.iter().enumerate().filter(|(_, l)| l.starts_with("inotify time: ")) {
+        let secs = line.strip_prefix("inotify time: ").and_then(|l| l.strip_suffix(" seconds"));
+        assert!(secs.is_some_and(|t| t.parse::<f64>().is_ok()), "{line}");
+        assert!(lines[i + 1].starts_with("positive children: "), "{}", lines[i + 1]);
+    }
     assert!(run.text.contains("working in temporary directory dcache_stress."));
     assert!(run.text.contains("remove complete in "));
     for s in &run.states {
@@ -131,7 +138,7 @@ fn mkdir_chdir_keeps_every_directory() {
     assert_eq!(run.states.len(), 3, "no removal with -d: {}", run.text);
     let last = run.states[2];
     assert_eq!((last.dentry, last.negative), (601, 0), "positives are never evicted");
-    assert_eq!(count(&run.text, "children walk time: "), 0, "-d skips the walks");
+    assert_eq!(count(&run.text, "inotify time: "), 0, "-d skips the walks");
     assert!(run.text.contains("leave temporary directory dcache_stress."));
 }
 
