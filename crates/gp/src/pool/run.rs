@@ -31,8 +31,9 @@
 //! blocks instead of adding new ones beside them. Objects are made in holes one by one, not
 //! side by side: only carving keeps a run's objects together.
 //!
-//! The table's lock is taken once per run made (one in 32 allocations of a 128-byte object at
-//! most, and none when a parked object is reused) and once per object released; never when an
+//! The table's lock is taken once per run made (a run is up to `fresh_run` objects, 32 of a
+//! 128-byte object by default, but only as many as there are holes, or slots left in the open
+//! block; none when a parked object is reused) and once per object released; never when an
 //! object is parked or handed out again.
 //!
 //! Slots are handed to runs as addresses. Every block's provenance is exposed when it is
@@ -60,6 +61,10 @@ pub(crate) const SMALL_BLOCK: usize = 16 << 10;
 /// The largest block (unless one run needs more), and the alignment of blocks that large: a
 /// huge page on x86-64 and on arm64 with 4 KiB pages.
 pub(crate) const BIG_BLOCK: usize = 2 << 20;
+
+/// A block keeps room past its last slot only if that room is at most this fraction of it
+/// (1/64); otherwise it is cut to its slots.
+const TAIL_SHARE: usize = 64;
 
 /// The blocks of a pool and their holes.
 #[derive(Default)]
@@ -275,7 +280,14 @@ impl Table {
     fn new_block<T>(&mut self, n: usize) -> usize {
         let stride = stride::<T>();
         let run = n.checked_mul(stride).expect("a fresh run's size overflows");
-        let bytes = self.bytes.clamp(SMALL_BLOCK, BIG_BLOCK).max(run);
+        let mut bytes = self.bytes.clamp(SMALL_BLOCK, BIG_BLOCK).max(run);
+        // The slots end at most a stride before the block does. For large objects that tail
+        // is a large share of the block: then the block is cut to its slots (and is aligned
+        // to a huge page only if it is still that large).
+        let slots = bytes / stride * stride;
+        if bytes - slots > bytes / TAIL_SHARE {
+            bytes = slots;
+        }
         let layout = block_layout::<T>(bytes);
         // SAFETY: the layout's size is non-zero (at least one slot of a non-zero stride).
         let base = unsafe { alloc(layout) };
@@ -473,6 +485,24 @@ mod tests {
         let flags = flags_of_block.expect("the block's mapping is in smaps");
         assert!(flags.split_whitespace().any(|f| f == "hg"), "{flags}");
         made.into_iter().for_each(|s| free(&runs, s));
+    }
+
+    #[test]
+    fn blocks_of_large_objects_are_cut_to_their_slots() {
+        type Large = [u8; 100 << 10];
+        let runs = Runs::default();
+        let mut made = Vec::new();
+        // One at a time: past 2 MiB of blocks, each new one would be 2 MiB.
+        while runs.block_sizes().iter().map(|&(_, bytes)| bytes).sum::<usize>() < 4 * BIG_BLOCK {
+            made.extend(runs.make(1, || [0u8; 100 << 10], 1));
+        }
+        let stride = stride::<Large>();
+        for (_, bytes) in runs.block_sizes() {
+            // A 2 MiB block would end 48 KiB past its 20 slots of 100 KiB.
+            assert!(bytes % stride <= bytes / TAIL_SHARE, "{bytes} bytes, slots of {stride}");
+        }
+        made.into_iter().for_each(|s| free(&runs, s));
+        assert_eq!(runs.blocks(), 0);
     }
 
     #[test]
