@@ -1,6 +1,8 @@
 //! Fuzz `udcache-gp`: alloc / free / poll / trim sequences with a reader the input pins and
 //! unpins. The property: an object freed while the reader was pinned is never handed out again
-//! (nor re-initialised) while that same pin lasts.
+//! (nor re-initialised) while that same pin lasts. Each object counts its reuses (made as 0,
+//! each re-initialisation adds 1): a recycled object comes back once more than it went, a
+//! fresh one or a spare as 0, and every handout is counted as one or the other.
 #![no_main]
 
 use std::collections::HashMap;
@@ -39,6 +41,8 @@ fuzz_target!(|input: Input| {
     let mut pins = 0u64;
     // Address of a freed object -> the reader pin that was active when it was freed.
     let mut freed_under: HashMap<usize, u64> = HashMap::new();
+    // Address of a freed object -> its count when it was freed.
+    let mut freed_at: HashMap<usize, u64> = HashMap::new();
     for op in input.ops.into_iter().take(512) {
         match op {
             Op::Alloc if live.len() < 64 => {
@@ -46,8 +50,19 @@ fuzz_target!(|input: Input| {
                     // A capped pool may wait for a grace period, which panics while pinned.
                     continue;
                 }
+                let before = pool.stats();
                 let obj = pool.alloc();
+                let after = pool.stats();
                 let addr = &*obj as *const u64 as usize;
+                let recycled = after.recycled - before.recycled;
+                assert_eq!(recycled + after.fresh - before.fresh, 1, "one handout, counted once");
+                let was = freed_at.remove(&addr);
+                if recycled == 1 {
+                    let was = was.expect("a recycled object was freed before");
+                    assert_eq!(*obj, was + 1, "re-initialised once, at its reuse");
+                } else {
+                    assert_eq!(*obj, 0, "a fresh object or a spare is as made");
+                }
                 if let (Some(pin), Some((_, current))) = (freed_under.remove(&addr), &reader) {
                     assert_ne!(pin, *current, "reused while the reader that saw it is pinned");
                 }
@@ -57,6 +72,7 @@ fuzz_target!(|input: Input| {
             Op::Free(i) if !live.is_empty() => {
                 let obj = live.swap_remove(usize::from(i) % live.len());
                 let addr = &*obj as *const u64 as usize;
+                freed_at.insert(addr, *obj);
                 if let Some((_, pin)) = &reader {
                     freed_under.insert(addr, *pin);
                 } else {

@@ -1,8 +1,8 @@
 //! Fuzz `udcache-neghash`: lookup / insert positive / insert negative / hold / release / flip /
 //! remove / shrink / value write sequences against a `HashMap` model. After every step the
 //! table's own invariants hold (`verify`: at most three unreferenced negatives in a row, at most
-//! `cap` unused negatives per bucket, counters agree), no positive or held entry was evicted,
-//! and a lookup sees the kind and the value (`read_value`) the model has: the value's sequence
+//! `cap` unused negatives per bucket, counters agree), no held entry was evicted, no positive
+//! one but by `shrink` (at least as many went as it reports), and a lookup sees the kind and the value (`read_value`) the model has: the value's sequence
 //! count shares the entry's state word with the flags, and neither may disturb the other.
 #![no_main]
 
@@ -50,6 +50,7 @@ fuzz_target!(|input: Input| {
     let mut model: HashMap<(u64, Vec<u8>), (bool, u64)> = HashMap::new();
     let mut handles: Vec<((u64, Vec<u8>), Held<'_, AtomicU64>)> = Vec::new();
     for op in input.ops.into_iter().take(300) {
+        let mut shrunk = None;
         match op {
             Op::Lookup(n) => {
                 let k = key(n);
@@ -97,7 +98,7 @@ fuzz_target!(|input: Input| {
                 }
             }
             Op::Shrink(n) => {
-                table.shrink(usize::from(n % 8));
+                shrunk = Some(table.shrink(usize::from(n % 8)));
             }
             Op::Write { handle, value } if !handles.is_empty() => {
                 let (k, h) = &handles[usize::from(handle) % handles.len()];
@@ -110,15 +111,30 @@ fuzz_target!(|input: Input| {
         }
         table.verify().unwrap();
         // Positive and held entries are never evicted by the rules; shrink may evict unused
-        // positives. Forget what is gone after checking it was allowed to go.
-        let guard = epoch::pin();
+        // positives. Forget what is gone after checking it was allowed to go. The entries are
+        // listed, not looked up: a lookup would set their referenced bits and change what the
+        // rules do next.
+        let mut present = std::collections::HashSet::new();
+        table.for_each_entry(|e| {
+            present.insert((e.parent(), e.name().to_vec()));
+        });
         let held: Vec<&(u64, Vec<u8>)> =
             handles.iter().filter(|(_, h)| h.is_hashed()).map(|(k, _)| k).collect();
-        model.retain(|k, _| {
-            let present = table.lookup(&guard, k.0, &k.1).is_some();
-            assert!(present || !held.contains(&k), "a held entry was evicted: {k:?}");
-            present
+        let before = model.len();
+        model.retain(|k, &mut (negative, _)| {
+            let here = present.contains(k);
+            assert!(here || !held.contains(&k), "a held entry was evicted: {k:?}");
+            assert!(here || negative || shrunk.is_some(), "a positive went, not by shrink: {k:?}");
+            here
         });
+        if let Some(n) = shrunk {
+            assert!(
+                before - model.len() >= n,
+                "shrink reported {n}, {} went",
+                before - model.len()
+            );
+        }
         assert_eq!(table.stats().entries as usize, model.len());
+        assert_eq!(present.len(), model.len(), "an entry the model does not have");
     }
 });

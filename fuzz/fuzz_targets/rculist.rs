@@ -11,7 +11,9 @@ use libfuzzer_sys::fuzz_target;
 use udcache_rculist::head::{SHORT, SUMMARY_BITS};
 use udcache_rculist::{End, HLink, HListBl, Link, List, adapter, epoch};
 
-const POOL: usize = 12;
+/// More nodes than [`SHORT`]: a chain can outgrow its length field, and a removal from such a
+/// chain must count it again.
+const POOL: usize = 20;
 
 struct Node {
     id: u8,
@@ -31,7 +33,7 @@ enum Op {
     Replace(u8, u8),
     MoveFront(u8),
     MoveBack(u8),
-    MoveToOther(u8),
+    MoveToOther(u8, bool),
     PushOther(u8),
     SpliceOther,
     PopFront,
@@ -133,13 +135,14 @@ fuzz_target!(|ops: Vec<Op>| {
                     if front { m.list.push_front(id(a)) } else { m.list.push_back(id(a)) }
                 }
             }
-            Op::MoveToOther(a) => {
+            Op::MoveToOther(a, front) => {
                 let at = Model::pos(&m.list, id(a));
                 let mut wo = other.lock();
-                assert_eq!(w.move_to(n(a), &mut wo, End::Front), at.is_some());
+                let end = if front { End::Front } else { End::Back };
+                assert_eq!(w.move_to(n(a), &mut wo, end), at.is_some());
                 if let Some(p) = at {
                     m.list.remove(p);
-                    m.other.push_front(id(a));
+                    if front { m.other.push_front(id(a)) } else { m.other.push_back(id(a)) }
                 }
             }
             Op::PushOther(a) => {
