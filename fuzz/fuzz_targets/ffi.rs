@@ -245,6 +245,10 @@ struct Cfg {
 #[derive(Arbitrary, Debug)]
 struct Input {
     cfg: Cfg,
+    /// Callbacks (lookup, readdir, revalidate, access) installed before the first op: a
+    /// `SetOps` among the ops is rare, and without one the paths that call the filesystem
+    /// are never taken.
+    callbacks_first: Option<[bool; 4]>,
     garbage: [u8; 32],
     lookups: Vec<LookupReply>,
     fills: Vec<FillScript>,
@@ -1096,6 +1100,10 @@ fuzz_target!(|input: Input| {
     unsafe { udc_cache_destroy(w.garbage.as_mut_ptr().cast()) };
     w.check();
 
+    if let Some([lookup, readdir, reval, access]) = input.callbacks_first {
+        let set = Op::SetOps { h: H(0), size: 0, lookup, readdir, reval, access, null: false };
+        run(&mut w, &set);
+    }
     for op in input.ops.iter().take(200) {
         run(&mut w, op);
         w.check();

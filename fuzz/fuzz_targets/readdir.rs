@@ -2,9 +2,11 @@
 //!
 //! 1. Against the reference backend: random changes (announced or not), reads through a cursor,
 //!    seekdir to a saved position, reads at arbitrary cookies, lookups; a tiny shared budget
-//!    forces evictions. Every finished pass must keep the listing guarantee, a lookup on a
-//!    complete directory with nothing pending must match the backend, a read at a cookie the
-//!    backend does not know must fail with `BadCookie` and change nothing.
+//!    forces evictions. Every finished pass must keep the listing guarantee; every entry the
+//!    cache returns (from a cursor, a read at a cookie, a lookup) must be the backend's entry
+//!    of that name, field by field; a lookup must say `Unknown` unless the directory is
+//!    complete, and on a complete directory with nothing pending must match the backend; a
+//!    read at a cookie the backend does not know must fail with `BadCookie` and change nothing.
 //! 2. Against a hostile backend that answers from a fuzzer-chosen script (any cookies, any eof
 //!    flags, changing verifiers): the cache must never panic and a cursor must stop — at the
 //!    end or with an error — within a bounded number of reads.
@@ -52,6 +54,14 @@ fn nz(x: u8, cap: u8) -> NonZeroUsize {
     NonZeroUsize::new(usize::from(x % cap) + 1).unwrap()
 }
 
+/// Checks that `e` is the entry the reference backend gives its name (its number, type and the
+/// cookie after it), whether or not the name is still present.
+fn is_backend_entry(backend: &MemDir, e: &Entry) {
+    let id = MemDir::id_of(&e.name).expect("a name the backend made");
+    let want = Entry::new(MemDir::name(id), id + 1000, 8, backend.cookie(id));
+    assert_eq!(e, &want);
+}
+
 fn model(input: &Input) {
     let style = if input.hashed { CookieStyle::Hashed } else { CookieStyle::Ordered };
     let cache = ReaddirCache::new(nz(input.budget, 6), nz(input.page, 6));
@@ -87,7 +97,10 @@ fn model(input: &Input) {
             }
             Op::Read { max } => {
                 let got = cursor.read(nz(max, 9).get()).expect("a sane backend gives no error");
-                got.iter().for_each(|e| pass.saw(&e.name));
+                for e in &got {
+                    is_backend_entry(dir.backend(), e);
+                    pass.saw(&e.name);
+                }
                 if cursor.is_eof() {
                     let v = pass.verdict();
                     assert!(v.ok(), "{v:?}");
@@ -106,7 +119,10 @@ fn model(input: &Input) {
             Op::ReadAt { cookie, max } => {
                 let pages = dir.cached_pages();
                 match dir.read(cookie, nz(max, 9).get()) {
-                    Ok(b) => assert!(b.entries.len() <= nz(max, 9).get()),
+                    Ok(b) => {
+                        assert!(b.entries.len() <= nz(max, 9).get());
+                        b.entries.iter().for_each(|e| is_backend_entry(dir.backend(), e));
+                    }
                     Err(e) => {
                         assert_eq!(e, Error::BadCookie { cookie });
                         assert_eq!(dir.cached_pages(), pages);
@@ -115,8 +131,14 @@ fn model(input: &Input) {
             }
             Op::Lookup { id } => {
                 let id = u64::from(id) % UNIVERSE;
+                let complete = dir.is_complete();
                 let got = dir.lookup(MemDir::name(id).as_bytes());
-                if dir.is_complete() && pending.is_empty() {
+                match &got {
+                    Lookup::Present(e) => is_backend_entry(dir.backend(), e),
+                    Lookup::Absent => assert!(complete, "absent in an incomplete listing"),
+                    Lookup::Unknown => {}
+                }
+                if complete && pending.is_empty() {
                     let want = dir.backend().contains(id);
                     assert!(matches!(
                         (&got, want),
