@@ -160,20 +160,7 @@ impl Runs {
         if !holes.is_empty() {
             return Place(holes);
         }
-        let start = match table.open {
-            Some(start) => start,
-            None => table.new_block::<T>(n),
-        };
-        let stride = stride::<T>();
-        let block = table.blocks.get_mut(&start).expect("the open block is in the table");
-        let k = n.min(block.bytes / stride - block.carved);
-        let first = start + block.carved * stride;
-        block.carved += k;
-        block.alive += k;
-        if block.carved == block.bytes / stride {
-            table.open = None;
-        }
-        Place((0..k).map(|i| first + i * stride).collect())
+        Place(table.carve::<T>(n))
     }
 
     /// Makes the objects of `place` with `make`: their slots, in address order. If `make`
@@ -185,7 +172,8 @@ impl Runs {
         mut make: impl FnMut() -> T,
         pool: usize,
     ) -> Vec<NonNull<Slot<T>>> {
-        let targets: Vec<NonNull<Slot<T>>> = (place.0.into_iter())
+        let targets: Vec<NonNull<Slot<T>>> = (place.0)
+            .into_iter()
             .map(|addr| {
                 NonNull::new(with_exposed_provenance_mut::<Slot<T>>(addr))
                     .expect("a slot is inside a block")
@@ -284,9 +272,9 @@ impl Table {
         // The slots end at most a stride before the block does. For large objects that tail
         // is a large share of the block: then the block is cut to its slots (and is aligned
         // to a huge page only if it is still that large).
-        let slots = bytes / stride * stride;
-        if bytes - slots > bytes / TAIL_SHARE {
-            bytes = slots;
+        let whole_slots = bytes / stride * stride;
+        if bytes - whole_slots > bytes / TAIL_SHARE {
+            bytes = whole_slots;
         }
         let layout = block_layout::<T>(bytes);
         // SAFETY: the layout's size is non-zero (at least one slot of a non-zero stride).
@@ -301,6 +289,26 @@ impl Table {
         self.bytes += bytes;
         self.open = Some(start);
         start
+    }
+
+    /// Carves up to `n` slots of `T` from the open block (a new one if none is open), counted
+    /// alive: their addresses, in order.
+    fn carve<T>(&mut self, n: usize) -> Vec<usize> {
+        let start = match self.open {
+            Some(start) => start,
+            None => self.new_block::<T>(n),
+        };
+        let stride = stride::<T>();
+        let block = self.blocks.get_mut(&start).expect("the open block is in the table");
+        let slots = block.bytes / stride;
+        let k = n.min(slots - block.carved);
+        let first = start + block.carved * stride;
+        block.carved += k;
+        block.alive += k;
+        if block.carved == slots {
+            self.open = None;
+        }
+        (0..k).map(|i| first + i * stride).collect()
     }
 
     /// The block holding `addr`: its start and its counts.
