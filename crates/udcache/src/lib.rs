@@ -136,41 +136,34 @@
 //! reused for another name after the pool's own grace period ([`Stats::dentries_recycled`]);
 //! [`Dcache::shrink`] gives parked cells back to the allocator.
 //!
-//! Not done for certain: the `lookup` benchmark's targets held in about half the runs on this
-//! 2-core shared machine, and in fewer since. udcache ≤ papaya per component at one thread: 28
-//! full runs gave a
-//! median of 1.004 (0.81–1.39, 14 at or below 1), against 1.18 for the build before hash chains
-//! kept their older positives first (12 runs, 1.04–1.65, none at or below 1). Two threads over
-//! one ≥ 1.8: median 1.72 over the same 28 runs (1.36–2.46); the two builds do not differ in
-//! alternating pairs. What brought the first down from about 1.5: the pools make dentries in
-//! runs, side by side, carved from blocks of their own (up to 2 MiB, on huge pages: see
-//! `udcache_gp`); the name table has two buckets per entry and
-//! each chain puts its older positives first, so a step reads few other dentries before its own
-//! (in a tree, the older ones are the ancestors, which every walk reads anyway); a walk's
-//! answer carries the leaf's number from its dentry ([`Named`]), so the caller does not load
-//! the inode for it; and the next component is hashed while the current step waits on memory.
-//! What remains is the footprint: a dentry entry is 120 bytes (128 in its pool), papaya's node
-//! and name about 80, and when other tenants of the host contend for the caches udcache's walk
-//! slows more than papaya's (udcache 86–189 ns per component over those runs, papaya 87–140).
-//! Walked alone (one structure per process, one thread, random leaves), udcache matches papaya
-//! while the tree fits in the caches and falls behind as it outgrows them: 1.1 times papaya's
-//! time per component at 1,554 names, 1.0 at 9,330, 1.6 at 55,986 (the benchmark's tree), 2.2
-//! at 335,922 (medians of alternating runs). Nine tenths of a step's time are then two loads that miss, the bucket head
-//! and the dentry's first line; the instructions are at parity. The benchmark, whose variants
-//! run interleaved in one process, reads nearer 1 because the other trees evict papaya's lines
-//! too. Pools with blocks of their own took some of the rest: dentries had shared pages with
-//! inodes, children maps and everything else a build allocates, so a walk needed a TLB entry
-//! for every 4 KiB of heap it crossed. On a later, slower day (every figure higher), 11
-//! alternating pairs of full runs gave a median ratio of 1.43 (1.21–1.50) before and 1.19
-//! (1.00–1.42) after, better in 10 pairs; alone, 1.67 before and 1.24 after (medians of 10).
-//! The bucket array on a huge page as well made no difference that noise did not hide. What
-//! is left is the lines touched per step (a cache simulator with a 2 MiB last level, which
-//! this machine's latency cliff suggests: 7.4 misses per walk against papaya's 6.1): a
-//! dentry's hot bytes span two lines, where a one-line dentry for short names would need its
-//! LRU link, counts and pool pointer kept elsewhere. Not done. A dentry's
-//! sequence count covers its inode and validity word, not its place in the tree: a rename makes
-//! a new dentry, and walks are validated by the global rename sequence, which is coarser than
-//! the kernel's per-dentry check (any rename sends overlapping walks to the fallback).
+//! Not done for certain: the `lookup` benchmark's targets. udcache ≤ papaya per component at
+//! one thread holds in a minority of runs on this 2-core shared machine; two threads over one
+//! ≥ 1.8 in most. Latest figures, 9 alternating pairs of full runs (ratios from the same run):
+//! a median of 1.11 (0.87–1.41) against papaya, and 1.33 (1.17–1.55) for the build before
+//! names were hashed a word at a time and compared inline; two threads over one, median 2.15
+//! (1.77–2.54). Other days read otherwise (28 runs once gave a median of 1.004): the host's
+//! other tenants move every figure. What brought the ratio down from about 1.5: the pools make
+//! dentries side by side in blocks of their own (up to 2 MiB, on huge pages: see
+//! `udcache_gp`), so a walk needs few TLB entries; the name table has two buckets per entry
+//! and each chain puts its older positives first, so a step reads few other dentries before
+//! its own; a walk's answer carries the leaf's number from its dentry ([`Named`]), so no step
+//! loads an inode; the next component is hashed while the current step waits on memory, by a
+//! SipHash-1-3 that reads the name a word at a time; and the name compare is inlined into the
+//! chain walk. What remains shows in a probe that walks random leaves of the benchmark's tree
+//! (55,986 names) in batches of 20,000, udcache and papaya alternating in one process: 1.3 to
+//! 1.4 times papaya's time per component. Nine tenths of a step's time are two loads that
+//! miss, the bucket head and the dentry's first line; a dentry's hot bytes span two lines
+//! (120-byte entries, the name at offset 56), papaya's node and name about 80 bytes (a cache
+//! simulator with a 2 MiB last level: 7.4 misses per walk against papaya's 6.1). Aligning
+//! entries to 64 bytes made no difference that noise did not hide; a one-line dentry for
+//! short names would need its LRU link, counts and pool pointer kept elsewhere. And a tree of
+//! 258 names, which fits in the caches, still walks 0.9 to 1.3 times papaya's time: 18% more
+//! instructions per component (397 against 335, counted on the large tree), the path scanned
+//! twice (checked, then split), and each walk's answer passed back through memory. Not done.
+//! A dentry's sequence count covers its inode and validity word, not its place in the tree: a
+//! rename makes a new dentry, and walks are validated by the global rename sequence, which is
+//! coarser than the kernel's per-dentry check (any rename sends overlapping walks to the
+//! fallback).
 
 pub mod access;
 pub mod attr;
