@@ -806,7 +806,9 @@ int udc_lookup(struct udc_cache *cache,
  * `may_block` 1). Concurrent misses of one name make one callback call.
  * Every `UDC_POSITIVE` counts one lookup of `out->ino` (balance it with `udc_forget`). A miss
  * in a directory whose complete listing is cached (see `udc_readdir`) is answered from it:
- * `UDC_NEGATIVE` without a callback call or a negative entry.
+ * `UDC_NEGATIVE` without a callback call or a negative entry — only while negatives never
+ * time out (`negative_timeout_ns` `UINT64_MAX`, the default): a listing has no age, so with a
+ * finite timeout the callback is asked.
  *
  * Returns `UDC_POSITIVE` (and fills `*out`), `UDC_NEGATIVE`, or `-errno`: the callback's own
  * error (not cached), `-ENOSYS` on a miss without a lookup callback, `-EIO` for a callback
@@ -1087,7 +1089,10 @@ int udc_fill_done(struct udc_fill *fill, int eof, uint64_t verifier);
 /**
  * Sets how long the cached name `name` in `parent` (positive or negative) is trusted from
  * now: `ttl_ns` nanoseconds (a FUSE reply's `entry_valid`; 0: revalidate at its next use;
- * `UDC_TTL_FOREVER`: until told otherwise). Its directory-change state is kept.
+ * `UDC_TTL_FOREVER`: until told otherwise). Its directory-change state is kept: a name filed
+ * before its directory last changed (`udc_dir_changed` with no verifier or a new one) may be
+ * trusted for less, never for longer — its answer may predate the change — until a
+ * revalidation.
  *
  * Returns 0, or `-ENOENT` (nothing cached under the name), `-EINVAL`, `-ENAMETOOLONG`,
  * `-ESTALE`, `-ENOTDIR`, `-EBADF`.

@@ -117,7 +117,9 @@ pub unsafe extern "C" fn udc_lookup(
 /// `may_block` 1). Concurrent misses of one name make one callback call.
 /// Every `UDC_POSITIVE` counts one lookup of `out->ino` (balance it with `udc_forget`). A miss
 /// in a directory whose complete listing is cached (see `udc_readdir`) is answered from it:
-/// `UDC_NEGATIVE` without a callback call or a negative entry.
+/// `UDC_NEGATIVE` without a callback call or a negative entry — only while negatives never
+/// time out (`negative_timeout_ns` `UINT64_MAX`, the default): a listing has no age, so with a
+/// finite timeout the callback is asked.
 ///
 /// Returns `UDC_POSITIVE` (and fills `*out`), `UDC_NEGATIVE`, or `-errno`: the callback's own
 /// error (not cached), `-ENOSYS` on a miss without a lookup callback, `-EIO` for a callback

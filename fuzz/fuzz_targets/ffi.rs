@@ -290,7 +290,7 @@ impl CName {
             NameArg::Raw(raw) => bytes(&raw[..raw.len().min(300)]),
             NameArg::Null(len) => CName { buf: Box::new([]), null: true, len: usize::from(*len) },
             NameArg::Huge(extra) => {
-                CName { buf: Box::new([b'x']), null: false, len: 256 + *extra as usize }
+                CName { buf: Box::new(*b"x"), null: false, len: 256 + *extra as usize }
             }
         }
     }
@@ -504,6 +504,9 @@ fn walk_out(delta: i8) -> udc_walk_result {
 
 // ---- the callbacks ---------------------------------------------------------------------------
 
+/// An entry some fill accepted: `(name, ino, type, cookie)`.
+type Accepted = (Vec<u8>, u64, u32, u64);
+
 /// The filesystem behind the fuzzed cache: scripted answers, and what it saw.
 struct Fs {
     live: Cell<*mut udc_cache>,
@@ -515,8 +518,8 @@ struct Fs {
     last_reply: Cell<(c_int, udc_entry)>,
     /// Errnos the readdir callback returned (a `udc_readdir` may report them).
     readdir_errnos: RefCell<BTreeSet<c_int>>,
-    /// Entries some fill accepted: `(name, ino, type, cookie)`.
-    accepted: RefCell<BTreeSet<(Vec<u8>, u64, u32, u64)>>,
+    /// Entries some fill accepted.
+    accepted: RefCell<BTreeSet<Accepted>>,
     revals: Vec<RevalReply>,
     grants: Vec<Ret>,
     reval_calls: Cell<u64>,
@@ -594,7 +597,7 @@ unsafe extern "C" fn on_lookup(
     unsafe { out.write(e) };
     let r = ret(reply.ret);
     fs.last_reply.set((r, e));
-    if r < 0 || r > 1 {
+    if !(0..=1).contains(&r) {
         fs.callback_errnos.borrow_mut().insert(callback_errno(r));
     }
     r
@@ -709,7 +712,7 @@ unsafe extern "C" fn on_readdir(
             7 => (garbage.as_mut_ptr().cast::<udc_fill>(), Some(EBADF)),
             _ => (fill, None),
         };
-        let want = fault.or(name.fault()).or_else(|| {
+        let want = fault.or(name.fault()).or({
             if ino == 0 || cookie == 0 || done || ty > 4 {
                 Some(EINVAL)
             } else if added >= max {
@@ -807,6 +810,8 @@ struct World<'f> {
     access_forever: bool,
     /// Some positive name may have a finite timeout (configured, set, or a revalidation's).
     timed: bool,
+    /// `negative_timeout_ns` is finite: a complete listing never answers a miss.
+    negatives_expire: bool,
 }
 
 impl World<'_> {
@@ -843,6 +848,48 @@ impl World<'_> {
         (r, if r == UDC_POSITIVE { e.ino } else { 0 })
     }
 
+    /// Checks what `udc_children` visited in `dir`: no child twice, each a well-formed name
+    /// that a lookup answers with the visited number (or no longer trusts); if the visit ran
+    /// to the end (`complete`), every positive name the input can pick in `dir` was visited.
+    fn check_visited(&self, dir: u64, seen: &[(Vec<u8>, udc_entry)], complete: bool) {
+        let names: BTreeSet<&[u8]> = seen.iter().map(|(n, _)| &n[..]).collect();
+        assert_eq!(names.len(), seen.len(), "a child visited twice");
+        for (name, e) in seen {
+            assert!(name_fault(name).is_none(), "child name {name:?}");
+            let found = self.lookup(dir, name);
+            // An untrusted child (its timeout passed) is a miss until revalidated.
+            let untrusted = self.timed && found == (UDC_MISS, 0);
+            assert!(found == (UDC_POSITIVE, e.ino) || untrusted, "child {name:?}");
+        }
+        if !complete {
+            return;
+        }
+        for i in 0..16 {
+            let Some(name) = CName::new(&NameArg::Pick(i)).valid().map(<[u8]>::to_vec) else {
+                continue;
+            };
+            if let (UDC_POSITIVE, ino) = self.lookup(dir, &name) {
+                let visited = seen.iter().any(|(n, e)| *n == name && e.ino == ino);
+                assert!(visited, "positive child {name:?} ({ino}) of {dir} not visited");
+            }
+        }
+    }
+
+    /// Lists `dir`'s children to the end and checks them (see [`World::check_visited`]):
+    /// once per input, after its last call, so that the lookups it makes (which mark names
+    /// referenced) do not steer what the input's own calls evict.
+    fn check_children(&self, dir: u64) {
+        let mut visit = Visit { stop_after: None, seen: Vec::new() };
+        let ctx: *mut c_void = (&mut visit as *mut Visit).cast();
+        // SAFETY: a live handle; `on_child` with its `Visit` context, alive for the call.
+        let r = unsafe { udc_children(self.live, dir, Some(on_child), ctx) };
+        assert!(r >= 0 || [-ESTALE, -ENOTDIR].contains(&r), "children({dir}) = {r}");
+        if r >= 0 {
+            assert_eq!(r as usize, visit.seen.len(), "children count against visits");
+            self.check_visited(dir, &visit.seen, true);
+        }
+    }
+
     /// What a refused call must leave as it was: the counts and the names it mentions.
     fn snapshot(&self, keys: &[(u64, &CName)]) -> (u64, u64, u64, Vec<(c_int, u64)>) {
         let s = self.stats(self.live);
@@ -865,6 +912,9 @@ impl World<'_> {
         let s = self.stats(self.live);
         assert!(s.nr_negative <= s.nr_dentry && s.nr_unused <= s.nr_dentry, "{s:?}");
         assert!(s.nr_inodes >= 1, "the root is gone: {s:?}");
+        if self.negatives_expire {
+            assert_eq!(s.complete_dir_negatives, 0, "a listing answered under a negative timeout");
+        }
         let l = &self.last;
         for (now, before) in [
             (s.negative_evictions, l.negative_evictions),
@@ -965,7 +1015,7 @@ fn make_cache(cfg: &Cfg) -> *mut udc_cache {
     c.entry_timeout_ns = timeout(cfg.timeouts[0]);
     c.negative_timeout_ns = timeout(cfg.timeouts[1]);
     c.access_timeout_ns = timeout(cfg.timeouts[2]);
-    let (null_cfg, null_out) = (cfg.nulls % 16 == 0, cfg.nulls % 16 == 1);
+    let (null_cfg, null_out) = (cfg.nulls.is_multiple_of(16), cfg.nulls % 16 == 1);
     let bad_cfg = !null_cfg
         && (c.size < size_of::<udc_config>()
             || c.unlink_policy > 1
@@ -1085,14 +1135,17 @@ fuzz_target!(|input: Input| {
         last: udc_stats::default(),
         unanswered: 0,
         // A NULL config has the defaults (forever); any other, the input's timeouts.
-        sentinel_touched: input.cfg.nulls % 16 != 0
+        sentinel_touched: !input.cfg.nulls.is_multiple_of(16)
             && [1, 2].contains(&(input.cfg.timeouts[0] % 4)),
         cookies: Vec::new(),
         reval_set: false,
         stamps: Vec::new(),
         last_cred: None,
-        access_forever: input.cfg.nulls % 16 == 0 || [0, 3].contains(&(input.cfg.timeouts[2] % 4)),
-        timed: input.cfg.nulls % 16 != 0 && input.cfg.timeouts[0] % 4 != 0,
+        access_forever: input.cfg.nulls.is_multiple_of(16)
+            || [0, 3].contains(&(input.cfg.timeouts[2] % 4)),
+        timed: !input.cfg.nulls.is_multiple_of(16) && !input.cfg.timeouts[0].is_multiple_of(4),
+        negatives_expire: !input.cfg.nulls.is_multiple_of(16)
+            && !input.cfg.timeouts[1].is_multiple_of(4),
     };
     w.last = w.stats(live);
     // The garbage handle is refused by destroy too.
@@ -1107,6 +1160,9 @@ fuzz_target!(|input: Input| {
     for op in input.ops.iter().take(200) {
         run(&mut w, op);
         w.check();
+    }
+    for dir in [ROOT, 2, 3, 4, 5, SENT_DIR] {
+        w.check_children(dir);
     }
 
     // SAFETY: a live handle no one else uses, destroyed once.
@@ -1266,15 +1322,7 @@ fn run(w: &mut World<'_>, op: &Op) {
                 if stop_after.is_none() {
                     assert_eq!(all, r);
                 }
-                let names: BTreeSet<&[u8]> = visit.seen.iter().map(|(n, _)| &n[..]).collect();
-                assert_eq!(names.len(), visit.seen.len(), "a child visited twice");
-                for (name, e) in &visit.seen {
-                    assert!(name_fault(name).is_none(), "child name {name:?}");
-                    let found = w.lookup(dir, name);
-                    // An untrusted child (its timeout passed) is a miss until revalidated.
-                    let untrusted = w.timed && found == (UDC_MISS, 0);
-                    assert!(found == (UDC_POSITIVE, e.ino) || untrusted, "child {name:?}");
-                }
+                w.check_visited(dir, &visit.seen, stop_after.is_none());
             }
         }
         Op::Add { h, parent, name, entry: arg, e_null } => {

@@ -27,6 +27,12 @@ enum Op {
 struct Input {
     request_every: u8,
     max_objects: Option<u8>,
+    /// Shards (0: the default; else 1 to 8, rounded up to a power of two).
+    shards: u8,
+    /// Objects per fresh allocation (`None`: the default; else 1 to 256).
+    fresh_run: Option<u8>,
+    /// 003's policy: reuse the newest freed object, waiting for its grace period.
+    wait: bool,
     ops: Vec<Op>,
 }
 
@@ -34,7 +40,13 @@ fuzz_target!(|input: Input| {
     let config = PoolConfig::default()
         .with_request_every(u32::from(input.request_every))
         // A cap below the number of live objects would block alloc forever; keep it above.
-        .with_max_objects(input.max_objects.map(|m| usize::from(m) + 64));
+        .with_max_objects(input.max_objects.map(|m| usize::from(m) + 64))
+        .with_shards(usize::from(input.shards % 9));
+    let config = match input.fresh_run {
+        Some(n) => config.with_fresh_run(usize::from(n) + 1),
+        None => config,
+    };
+    let config = if input.wait { config.wait_for_grace_period() } else { config };
     let pool = GpPool::with_config(config, || 0u64, |generation| *generation += 1);
     let mut live: Vec<PoolBox<'_, u64>> = Vec::new();
     let mut reader: Option<(udcache_gp::Guard, u64)> = None;
@@ -46,8 +58,9 @@ fuzz_target!(|input: Input| {
     for op in input.ops.into_iter().take(512) {
         match op {
             Op::Alloc if live.len() < 64 => {
-                if reader.is_some() && input.max_objects.is_some() {
-                    // A capped pool may wait for a grace period, which panics while pinned.
+                if reader.is_some() && (input.max_objects.is_some() || input.wait) {
+                    // A capped pool, or one that waits for reuse, may wait for a grace period,
+                    // which panics while pinned.
                     continue;
                 }
                 let before = pool.stats();

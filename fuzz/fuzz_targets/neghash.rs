@@ -35,7 +35,10 @@ struct Input {
     ops: Vec<Op>,
 }
 
-fn key(n: u8) -> (u64, Vec<u8>) {
+/// A table key: `(parent, name)`.
+type Key = (u64, Vec<u8>);
+
+fn key(n: u8) -> Key {
     (u64::from(n % 3), format!("name-{n}").into_bytes())
 }
 
@@ -47,8 +50,8 @@ fuzz_target!(|input: Input| {
         .with_key_hash(if input.folded { KeyHash::FoldedMultiply } else { KeyHash::SipHash13 });
     let table: NegHash<AtomicU64> = NegHash::new(config);
     // key -> (negative, value), for entries that may be in the table; handles with their key.
-    let mut model: HashMap<(u64, Vec<u8>), (bool, u64)> = HashMap::new();
-    let mut handles: Vec<((u64, Vec<u8>), Held<'_, AtomicU64>)> = Vec::new();
+    let mut model: HashMap<Key, (bool, u64)> = HashMap::new();
+    let mut handles: Vec<(Key, Held<'_, AtomicU64>)> = Vec::new();
     for op in input.ops.into_iter().take(300) {
         let mut shrunk = None;
         match op {

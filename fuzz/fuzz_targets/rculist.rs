@@ -39,6 +39,12 @@ enum Op {
     PopFront,
     PopBack,
     CursorRemove(u8),
+    /// A cursor moved forward and back (`moves`: bit i set = step back), then an edit.
+    CursorEdit {
+        moves: u8,
+        steps: u8,
+        edit: Edit,
+    },
     HPush(u8),
     HInsertAfter(u8, u8),
     HInsertBefore(u8, u8),
@@ -48,6 +54,15 @@ enum Op {
     HCursorRemove(u8),
     /// Replace the summary with this value (a recompute, or anything at all).
     HSetSummary(u16),
+}
+
+/// What a [`Op::CursorEdit`] does where its cursor stopped.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Edit {
+    Look,
+    Remove,
+    InsertBefore(u8),
+    InsertAfter(u8),
 }
 
 /// A node's summary bits: several nodes share each, as hashes do.
@@ -172,6 +187,64 @@ fuzz_target!(|ops: Vec<Op>| {
                     assert_eq!(c.get().map(|x| x.id), m.list.get(k).copied());
                 }
             }
+            Op::CursorEdit { moves, steps, edit } => {
+                // The model's position: an index, `len` for past the end. The cursor starts
+                // at the first node (past the end of an empty list).
+                let mut at = 0;
+                let mut c = w.cursor_mut(&guard);
+                for i in 0..steps % 8 {
+                    let len = m.list.len();
+                    at = if moves & (1 << i) != 0 {
+                        // Back: from past the end to the last node, from the first past the end.
+                        c.move_prev();
+                        match at {
+                            _ if at == len => len.saturating_sub(1),
+                            0 => len,
+                            _ => at - 1,
+                        }
+                    } else {
+                        // Forward: from past the end to the first node.
+                        c.move_next();
+                        if at == len { 0 } else { at + 1 }
+                    };
+                    assert_eq!(c.get().map(|x| x.id), m.list.get(at).copied(), "cursor at {at}");
+                }
+                match edit {
+                    Edit::Look => {}
+                    Edit::Remove => {
+                        let expect = m.list.get(at).copied();
+                        assert_eq!(c.remove_current().map(|x| x.id), expect);
+                        if expect.is_some() {
+                            m.list.remove(at);
+                        }
+                    }
+                    Edit::InsertBefore(b) | Edit::InsertAfter(b) => {
+                        let ok = !m.on_a_list(id(b));
+                        let before = matches!(edit, Edit::InsertBefore(_));
+                        let r = if before {
+                            c.insert_before(n(b).clone())
+                        } else {
+                            c.insert_after(n(b).clone())
+                        };
+                        assert_eq!(r.is_ok(), ok);
+                        if ok {
+                            let past_end = at == m.list.len();
+                            match (before, past_end) {
+                                // Past the end: before is the back, after is the front; the
+                                // cursor stays past the end.
+                                (true, true) => m.list.push_back(id(b)),
+                                (false, true) => m.list.push_front(id(b)),
+                                (true, false) => m.list.insert(at, id(b)),
+                                (false, false) => m.list.insert(at + 1, id(b)),
+                            }
+                            if past_end || before {
+                                at += 1;
+                            }
+                        }
+                    }
+                }
+                assert_eq!(c.get().map(|x| x.id), m.list.get(at).copied(), "after {edit:?}");
+            }
             Op::HPush(a) => {
                 let ok = !m.chain.contains(&id(a));
                 let mut hw = chain.lock();
@@ -236,6 +309,13 @@ fuzz_target!(|ops: Vec<Op>| {
                     m.chain.remove(k);
                 }
             }
+        }
+        // What the writer answers about the list.
+        assert_eq!(w.is_empty(), m.list.is_empty());
+        assert_eq!(w.front(&guard).map(|x| x.id), m.list.front().copied(), "after {op:?}");
+        assert_eq!(w.back(&guard).map(|x| x.id), m.list.back().copied(), "after {op:?}");
+        for i in 0..POOL as u8 {
+            assert_eq!(w.contains(n(i)), m.list.contains(&i), "contains {i} after {op:?}");
         }
         drop(w);
         let got: Vec<u8> = list.iter(&guard).map(|x| x.id).collect();

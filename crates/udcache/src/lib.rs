@@ -109,7 +109,8 @@
 //! first, then positives, least recently used first); positive children kept apart from
 //! negatives ([`Dcache::children`], [`Dcache::walk_tree`] with [`Visit`] continue / skip /
 //! skip-siblings / quit); listings through per-directory `udcache-readdir` caches
-//! ([`Dcache::readdir`]) whose complete listings answer misses without negative dentries;
+//! ([`Dcache::readdir`]) whose complete listings answer misses without negative dentries
+//! (where negatives never time out);
 //! [`Stats`] printable like `dentry-state`. Tests: every operation and refusal
 //! (`tests/ops.rs`, `tests/tree.rs`), coalescing with real threads, a rename storm with an
 //! oracle (`tests/storm.rs`), writers against writers with a consistency check of slots,

@@ -18,11 +18,17 @@
 //! - A miss in [`Dcache::resolve`] asks the parent's listing before the filesystem: a
 //!   complete listing that lacks the name answers [`Resolved::Negative`](crate::Resolved)
 //!   with no call and no negative dentry (counted in
-//!   [`Stats::complete_dir_negatives`](crate::Stats::complete_dir_negatives)).
+//!   [`Stats::complete_dir_negatives`](crate::Stats::complete_dir_negatives)) — unless the
+//!   negative timeout ([`Timeouts::negative`](crate::Timeouts::negative)) is finite. A
+//!   listing has no age (its pages were read at different times, and a page the budget
+//!   dropped is read again later), so its "absent" cannot expire with the timeout: it would
+//!   keep a name created behind the cache missing for ever. With a finite timeout a miss asks
+//!   the filesystem, whose negative answer is filed and expires like any other.
 //! - Locks: a listing's own mutex is taken after any name stripe and never held across a
 //!   filesystem call (that crate's rule); the readdir filesystem call runs with no cache lock.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use udcache_neghash::epoch;
 use udcache_readdir::{Backend, Batch, DirCache, Fill, FillError, Verifier};
@@ -152,8 +158,12 @@ impl Dcache {
             .map_or(udcache_readdir::Lookup::Unknown, |l| l.lookup(name))
     }
 
-    /// Whether `dir`'s complete listing says `name` does not exist (a trusted negative).
+    /// Whether `dir`'s complete listing says `name` does not exist (a trusted negative). Only
+    /// where negatives never time out: a listing has no age (see the rules).
     pub(crate) fn listed_absent(&self, dir: u64, name: &[u8]) -> bool {
+        if self.timeouts.negative != Duration::MAX {
+            return false;
+        }
         let absent = self.listed(dir, name) == udcache_readdir::Lookup::Absent;
         if absent {
             self.events.bump(Event::CompleteDirNegative);

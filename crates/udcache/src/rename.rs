@@ -7,10 +7,12 @@
 //!   lock opens a section (`WriteSection`: the lock held, as a type).
 //! - **What opens a section**: every operation that can change which inode a *directory* step of
 //!   a path resolves to — `rename` (always), `resolve`'s move of a directory renamed behind the
-//!   cache (`splice.rs`), `unlink` of a directory, and `forget` that drops a directory's
-//!   names. Changes to leaves (add, unlink or forget of a non-directory, add of any
-//!   name) open none: a walk reads each leaf with a single atomic lookup, which is a state at
-//!   one instant by itself. The last `forget` of a non-directory takes the rename lock without
+//!   cache (`splice.rs`), `unlink` and `invalidate` of a directory, and `forget` that drops a
+//!   directory's names. `unlink` and `invalidate` decide from a lockless look whether the
+//!   name is a directory, then check under the name lock that it still holds that inode, and
+//!   start again if not (`drop_below` asserts that a section is open). Changes to leaves
+//!   (add, unlink or forget of a non-directory, add of any name) open none: a walk reads each
+//!   leaf with a single atomic lookup, which is a state at one instant by itself. The last `forget` of a non-directory takes the rename lock without
 //!   a section: the names it drops must not be moved by a rename meanwhile.
 //! - **Lock order**: rename lock, then inode stripe locks (ascending; a move holds the stripes
 //!   of the inodes it names anew, so `add` cannot name a moving directory twice; `add` holds
@@ -109,6 +111,12 @@ impl RenameSeq {
         } else {
             RenameHold::Locked { _lock: self.lock() }
         }
+    }
+
+    /// Whether a section is open now (by any thread).
+    pub(crate) fn section_open(&self) -> bool {
+        // Relaxed: the caller asks about a section it holds itself, whose odd store it made.
+        self.seq.load(Ordering::Relaxed) & 1 == 1
     }
 
     /// Sections opened so far.

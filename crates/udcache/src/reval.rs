@@ -433,7 +433,11 @@ impl Dcache {
     }
 
     /// Sets how long the dentry `(parent, name)` is trusted from now (a FUSE reply's
-    /// `entry_valid`, say; `Duration::MAX`: until told otherwise). Its generation is kept.
+    /// `entry_valid`, say; `Duration::MAX`: until told otherwise). Its generation is kept. A
+    /// dentry filed before its directory last changed ([`Dcache::dir_changed`] with no
+    /// verifier or a new one) may be trusted for less, not for longer: its answer may
+    /// predate the change — an answer that raced one was filed expired for that reason — so
+    /// only a revalidation files it anew.
     ///
     /// Errors: a bad name; nothing cached under the name ([`Error::NotFound`]).
     ///
@@ -449,8 +453,12 @@ impl Dcache {
         validate_name(name)?;
         let names = self.lock_names((parent, name), None);
         let found = self.dentry(parent, name).ok_or(Error::NotFound)?;
-        let generation = found.value().validity().generation();
-        found.set_validity(Validity::new(self.ticks.expiry(ttl), generation), &names);
+        let word = found.value().validity();
+        let mut expiry = self.ticks.expiry(ttl);
+        if word.generation() != self.dir_gen_now(parent) {
+            expiry = expiry.min(word.expiry());
+        }
+        found.set_validity(Validity::new(expiry, word.generation()), &names);
         Ok(())
     }
 

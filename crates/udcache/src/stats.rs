@@ -110,7 +110,7 @@ pub struct Stats {
     /// Misses that waited for another thread's call of the same name instead of calling.
     pub coalesced_misses: u64,
     /// Misses answered "does not exist" by a complete cached listing, with no filesystem call
-    /// and no negative dentry.
+    /// and no negative dentry (only where negatives never time out: see [`crate::listing`]).
     pub complete_dir_negatives: u64,
     /// Inode objects this cache's `udcache-gp` pool handed out again after their grace period.
     pub inodes_recycled: u64,

@@ -250,37 +250,53 @@ impl Dcache {
     /// ```
     pub fn invalidate(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
         validate_name(name)?;
-        let dir = loop {
-            let guard = epoch::pin();
-            match self.step(&guard, parent, name) {
-                Lookup::Negative => break None,
-                Lookup::Hit(i) => break (i.kind() == FileType::Directory).then(|| i.ino()),
-                Lookup::Miss => {}
-            }
-            // Decided under the name lock: a fill racing this call is then either seen here
-            // or files after it, and sees the generation bump that announced the change (see
-            // `crate::reval`). Filled just now: look again.
-            let _names = self.lock_names((parent, name), None);
-            if self.dentry(parent, name).is_none() {
-                return self.invalidate_listed(parent);
-            }
-        };
-        let _section = dir.is_some().then(|| self.write_section());
-        let dropped = self.drop_name(parent, name);
-        if dropped.is_none() {
-            let _names = self.lock_names((parent, name), None);
-            match self.dentry(parent, name) {
-                Some(found) if found.is_negative() => {
-                    found.remove();
+        let guard = epoch::pin();
+        loop {
+            // What the name holds decides whether a section is needed; it is checked again
+            // under the name lock, and the whole is done again if it changed meanwhile (as
+            // `unlink` does): a name that became a directory must not be dropped without one.
+            let seen = match self.step(&guard, parent, name) {
+                Lookup::Negative => None,
+                Lookup::Hit(inode) => Some(inode),
+                Lookup::Miss => {
+                    // Decided under the name lock: a fill racing this call is then either
+                    // seen here or files after it, and sees the generation bump that
+                    // announced the change (see `crate::reval`). Filled just now: look again.
+                    let _names = self.lock_names((parent, name), None);
+                    if self.dentry(parent, name).is_none() {
+                        return self.invalidate_listed(parent);
+                    }
+                    continue;
                 }
-                _ => return self.invalidate_listed(parent),
+            };
+            let is_dir = seen.is_some_and(|i| i.kind() == FileType::Directory);
+            let _section = is_dir.then(|| self.write_section());
+            let names = self.lock_names((parent, name), None);
+            let Some(found) = self.dentry(parent, name) else {
+                drop(names);
+                return self.invalidate_listed(parent);
+            };
+            let dropped = match (found.value().load(&guard), seen) {
+                (None, None) => {
+                    found.remove();
+                    None
+                }
+                (Some(now), Some(seen)) if std::ptr::eq(now, seen) => {
+                    let inode = self.detach(&found, &names, UnlinkPolicy::Drop);
+                    self.name_unlinked((parent, name), &inode, &names);
+                    Some(inode)
+                }
+                // Filled, emptied or replaced since the look: look again.
+                _ => continue,
+            };
+            // Unpinned before a subtree is dropped: reclamation need not wait for it.
+            drop((found, names, guard));
+            if let Some(top) = dropped.filter(|_| is_dir) {
+                self.drop_below(&top);
             }
+            listing::changed(self, parent, None);
+            return Ok(());
         }
-        if let Some(top) = dropped.filter(|i| i.kind() == FileType::Directory) {
-            self.drop_below(&top);
-        }
-        listing::changed(self, parent, None);
-        Ok(())
     }
 
     /// [`Dcache::invalidate`] of a name no dentry holds: only `parent`'s listing may answer
@@ -312,6 +328,9 @@ impl Dcache {
     /// (held, say by a revalidation in the filesystem now) and an answer being filed for a
     /// lookup asked before are then not trusted after this.
     pub(crate) fn drop_below(&self, top: &InodeRef) {
+        // Walkers validated by the rename sequence must see the subtree go (one load, per
+        // subtree dropped; a caller without a section is a bug that would drop it unseen).
+        assert!(self.rename.section_open(), "a subtree dropped outside a rename section");
         let (mut dirs, mut swept) = (vec![top.clone()], HashSet::new());
         while let Some(d) = dirs.pop() {
             d.bump_dir_gen();

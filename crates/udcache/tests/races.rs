@@ -110,3 +110,45 @@ fn a_walk_of_dotdot_never_climbs_to_a_parent_the_path_did_not_name() {
     assert_eq!(wrong, 0, "walks that climbed to the other directory, of {walks}");
     assert!(walks > 0);
 }
+
+/// `invalidate` of a name another thread keeps turning from a file into a directory: a
+/// directory's subtree may be dropped only inside a rename section, or walkers validated by
+/// the rename sequence would not see it go (`drop_below` asserts that one is open). Before
+/// the fix, `invalidate` chose whether to open one from an unlocked look at the name, and
+/// dropped the directory it found under the lock without one.
+#[test]
+fn invalidate_drops_a_name_that_became_a_directory_inside_a_section() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let stop = AtomicBool::new(false);
+    let (dropped, rounds) = (AtomicU64::new(0), AtomicU64::new(0));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                if cache.invalidate(ROOT_INO, b"x").is_ok() {
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        // Stops the invalidating thread even if this one panics.
+        let _stop = StopOnDrop(&stop);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(2) {
+            let _ = cache.add(ROOT_INO, b"x", file(2));
+            let _ = cache.unlink(ROOT_INO, b"x");
+            let _ = cache.add(ROOT_INO, b"x", dir(3));
+            let _ = cache.add(3, b"c", file(4));
+            rounds.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    assert!(dropped.load(Ordering::Relaxed) > 0 && rounds.load(Ordering::Relaxed) > 0);
+    cache.verify().unwrap();
+}
+
+/// Sets the flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}

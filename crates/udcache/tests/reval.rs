@@ -204,6 +204,43 @@ fn an_answer_that_raced_a_dir_change_is_filed_stale() {
     assert_eq!(cache.resolve(&*fs, DIR, b"z"), Ok(Resolved::Negative));
 }
 
+/// `set_entry_timeout` (a FUSE reply's `entry_valid`, applied after the answer was filed)
+/// must not re-trust a positive filed expired because its answer raced a change of the
+/// directory: a dentry whose directory changed since it was filed can have its trust
+/// shortened, not lengthened, until a revalidation files it anew.
+#[test]
+fn set_entry_timeout_does_not_re_trust_an_answer_that_raced_a_dir_change() {
+    let cache = Arc::new(Dcache::new(Config::for_entries(64)));
+    let fs = Arc::new(Fs::new());
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    fs.create(DIR, "z", file(5));
+    let (c, f) = (cache.clone(), fs.clone());
+    fs.during(move || {
+        f.names.lock().unwrap().remove(&(DIR, b"z".to_vec()));
+        c.dir_changed(DIR, None).unwrap();
+    });
+    assert_eq!(cache.resolve(&*fs, DIR, b"z"), Ok(Resolved::Found(file(5))));
+    assert_eq!(lookup(&cache, DIR, "z"), "miss", "filed expired");
+    cache.set_entry_timeout(DIR, b"z", 10 * SECOND).unwrap();
+    assert_eq!(lookup(&cache, DIR, "z"), "miss", "still expired: the answer predates a change");
+    assert_eq!(cache.resolve(&*fs, DIR, b"z"), Ok(Resolved::Negative));
+
+    // Filed under the directory's current generation: any timeout, longer or shorter.
+    cache.add(DIR, b"w", file(6)).unwrap();
+    cache.set_entry_timeout(DIR, b"w", Duration::ZERO).unwrap();
+    assert_eq!(lookup(&cache, DIR, "w"), "miss");
+    cache.set_entry_timeout(DIR, b"w", Duration::MAX).unwrap();
+    assert_eq!(lookup(&cache, DIR, "w"), "hit");
+    // The directory changes: `w` keeps its trust (a positive outlives a change of its
+    // directory), which may be shortened but not lengthened.
+    cache.dir_changed(DIR, None).unwrap();
+    assert_eq!(lookup(&cache, DIR, "w"), "hit");
+    cache.set_entry_timeout(DIR, b"w", Duration::ZERO).unwrap();
+    assert_eq!(lookup(&cache, DIR, "w"), "miss");
+    cache.set_entry_timeout(DIR, b"w", Duration::MAX).unwrap();
+    assert_eq!(lookup(&cache, DIR, "w"), "miss");
+}
+
 #[test]
 fn a_reported_verifier_changes_things_only_when_it_moves() {
     let cache = Dcache::new(Config::for_entries(64));

@@ -3,11 +3,13 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use udcache::clock::ManualClock;
 use udcache::readdir::{Entry, Fill, FillError, Verifier};
 use udcache::{
     Config, Dcache, Error, FileType, Filesystem, InodeSpec, Lookup, ROOT_INO, RenameMode, Resolved,
-    Visit, Walk, epoch,
+    Timeouts, Visit, Walk, epoch,
 };
 
 fn dir(ino: u64) -> InodeSpec {
@@ -297,6 +299,33 @@ fn readdir_is_cached_and_a_complete_listing_answers_misses() {
     assert!(matches!(cache.readdir(&dynfs, 151, 0, 5), Err(Error::NotDirectory(151))));
     assert_eq!(cache.dir_changed(151, None), Err(Error::NotDirectory(151)));
     cache.dir_changed(ROOT_INO, Some(2)).unwrap();
+}
+
+/// A listing has no age: with a negative timeout configured, its "absent" would keep a name
+/// created behind the cache missing for ever, past the timeout the filesystem asked for. So a
+/// miss asks the filesystem, whose negative answer expires like any other.
+#[test]
+fn with_a_negative_timeout_a_complete_listing_does_not_answer_misses() {
+    let fs = Arc::new(Listed {
+        entries: Mutex::new(vec!["e0".into()]),
+        verifier: AtomicUsize::new(1),
+        readdirs: AtomicUsize::new(0),
+        lookups: AtomicUsize::new(0),
+    });
+    let dynfs: Arc<dyn Filesystem> = fs.clone();
+    let clock = Arc::new(ManualClock::new());
+    let timeouts = Timeouts { negative: Duration::from_secs(1), ..Timeouts::FOREVER };
+    let config = Config::for_entries(64).with_timeouts(timeouts).with_clock(clock.clone());
+    let cache = Dcache::new(config);
+    assert_eq!(list_all(&cache, &dynfs, 10).len(), 1);
+    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"e1"), Ok(Resolved::Negative));
+    assert_eq!(fs.lookups.load(Ordering::Relaxed), 1, "asked, not answered by the listing");
+    assert_eq!((cache.stats().complete_dir_negatives, cache.stats().nr_negative), (0, 1));
+    // Created behind the cache's back: once the negative dentry expires, the name is found.
+    fs.entries.lock().unwrap().push("e1".into());
+    clock.advance(Duration::from_secs(2));
+    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"e1"), Ok(Resolved::Found(s)) if s.ino == 101));
+    assert_eq!(cache.stats().complete_dir_negatives, 0);
 }
 
 /// A directory in hash order, like ext4's: each name's cookie is fixed, and a created name
