@@ -12,8 +12,9 @@
 //!   name is a directory, then check under the name lock that it still holds that inode, and
 //!   start again if not (`drop_below` asserts that a section is open). Changes to leaves
 //!   (add, unlink or forget of a non-directory, add of any name) open none: a walk reads each
-//!   leaf with a single atomic lookup, which is a state at one instant by itself. The last `forget` of a non-directory takes the rename lock without
-//!   a section: the names it drops must not be moved by a rename meanwhile.
+//!   leaf with a single atomic lookup, which is a state at one instant by itself. The last
+//!   `forget` of a non-directory takes the rename lock without a section: the names it drops
+//!   must not be moved by a rename meanwhile.
 //! - **Lock order**: rename lock, then inode stripe locks (ascending; a move holds the stripes
 //!   of the inodes it names anew, so `add` cannot name a moving directory twice; `add` holds
 //!   its inode's and its parent's), then name stripe locks (ascending), then an inode's alias

@@ -282,9 +282,7 @@ impl Dcache {
                     None
                 }
                 (Some(now), Some(seen)) if std::ptr::eq(now, seen) => {
-                    let inode = self.detach(&found, &names, UnlinkPolicy::Drop);
-                    self.name_unlinked((parent, name), &inode, &names);
-                    Some(inode)
+                    Some(self.drop_positive(&found, &names))
                 }
                 // Filled, emptied or replaced since the look: look again.
                 _ => continue,
@@ -316,9 +314,8 @@ impl Dcache {
     pub(crate) fn drop_name(&self, parent: u64, name: &[u8]) -> Option<InodeRef> {
         let names = self.lock_names((parent, name), None);
         let found = self.dentry(parent, name)?;
-        let inode = self.detach_checked(&found, &names)?;
-        self.name_unlinked((parent, name), &inode, &names);
-        Some(inode)
+        found.value().load(&epoch::pin())?;
+        Some(self.drop_positive(&found, &names))
     }
 
     /// Drops every cached dentry below directory `top`, positive and negative, and their
@@ -350,15 +347,16 @@ impl Dcache {
         }
     }
 
-    /// Empties a dentry's slot with the drop policy if it is positive; returns the inode.
-    fn detach_checked(
+    /// Drops the positive dentry `found` (its slot emptied with the drop policy, its name
+    /// taken off the inode's aliases and the parent's children); returns its inode.
+    fn drop_positive(
         &self,
         found: &udcache_neghash::Held<'_, crate::dentry::Dentry>,
         names: &NameLock<'_>,
-    ) -> Option<InodeRef> {
-        let guard = epoch::pin();
-        found.value().load(&guard)?;
-        Some(self.detach(found, names, UnlinkPolicy::Drop))
+    ) -> InodeRef {
+        let inode = self.detach(found, names, UnlinkPolicy::Drop);
+        self.name_unlinked((found.parent(), found.name()), &inode, names);
+        inode
     }
 }
 
