@@ -151,6 +151,14 @@ static void test_handles(void) {
     bad = cfg;
     bad.expected_entries = SIZE_MAX;
     CHECK_EQ(udc_cache_new(&bad, &c), -EINVAL);
+    bad = cfg;
+    bad.readdir_page_entries = 65537;
+    CHECK_EQ(udc_cache_new(&bad, &c), -EINVAL);
+    bad.readdir_page_entries = SIZE_MAX;
+    CHECK_EQ(udc_cache_new(&bad, &c), -EINVAL);
+    bad = cfg;
+    bad.readdir_pages = SIZE_MAX;
+    CHECK_EQ(udc_cache_new(&bad, &c), -EINVAL);
     CHECK(c == (udc_cache *)0x1); /* untouched by the refusals */
 
     /* Defaults (NULL config), and every field set. */
@@ -824,6 +832,17 @@ static void test_readdir(void) {
     CHECK_EQ(list(c, UDC_ROOT_INO, 0, 16, seen, &batches), 1);
     for (int k = 0; k < NDIR; k++)
         CHECK_EQ(seen[k], 1);
+
+    /* A refused read of a directory never listed keeps no listing: nothing answers for a name
+     * there, so udc_invalidate still finds nothing. */
+    udc_entry sub = ent(50, UDC_TYPE_DIR, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("sub"), &sub), 0);
+    for (uint64_t cookie = 0; cookie <= 12345; cookie += 12345) {
+        n = 99;
+        CHECK_EQ(udc_readdir(c, 50, cookie, d, 16, &n), -EIO);
+        CHECK_EQ(n, 99);
+        CHECK_EQ(udc_invalidate(c, 50, S("x")), -ENOENT);
+    }
     udc_cache_destroy(c);
 }
 
@@ -1073,6 +1092,9 @@ static void test_revalidate(void) {
     CHECK_EQ(walk_as(c, "d/f", NULL, &w), UDC_WALK_FOUND);
     CHECK_EQ(w.entry.ino, 3);
     CHECK_EQ(fs.reval_calls, 0);
+
+    /* "As configured" is a revalidate answer, not a timeout to set. */
+    CHECK_EQ(udc_set_entry_timeout(c, UDC_ROOT_INO, S("d"), UDC_TTL_CONFIGURED), -EINVAL);
 
     /* ttl 0: every use revalidates, lockless, and the callback says VALID with ttl 0 again. */
     CHECK_EQ(udc_set_entry_timeout(c, UDC_ROOT_INO, S("d"), 0), 0);

@@ -490,11 +490,13 @@ typedef struct udc_config {
      */
     uint32_t unlink_policy;
     /**
-     * Page budget of the readdir cache, all directories together; 0 = the default.
+     * Page budget of the readdir cache, all directories together; 0 = the default (4096).
+     * At most 2^28.
      */
     size_t readdir_pages;
     /**
-     * Entries asked of the readdir callback per call (one cached page); 0 = the default.
+     * Entries asked of the readdir callback per call (one cached page); 0 = the default
+     * (128). At most 65536.
      */
     size_t readdir_page_entries;
     /**
@@ -649,11 +651,13 @@ typedef struct udc_stats {
      */
     uint64_t revalidations;
     /**
-     * Lockless `udc_walk_as` rounds that stopped for a name whose timeout passed.
+     * Lockless walks (`udc_walk`, which then answers `UDC_WALK_MISS` there, and `udc_walk_as`
+     * rounds) that stopped for a name whose timeout passed.
      */
     uint64_t fallback_expired;
     /**
-     * Lockless `udc_walk_as` rounds that stopped for a negative name whose directory changed.
+     * Lockless walks (`udc_walk`, `udc_walk_as` rounds) that stopped for a negative name whose
+     * directory changed.
      */
     uint64_t fallback_verifier;
     /**
@@ -725,8 +729,8 @@ int udc_setattr(struct udc_cache *cache,
  * Sets the filesystem's callbacks. Call it once, before the cache is used from several
  * threads; the callbacks then stay for the cache's life.
  *
- * Returns 0, `-EINVAL` (`ops` NULL, or `ops->size` smaller than this library's
- * `sizeof(struct udc_ops)`), or `-EBUSY` (set already).
+ * Returns 0, `-EINVAL` (`cache` or `ops` NULL, or `ops->size` smaller than this library's
+ * `sizeof(struct udc_ops)`), `-EBADF` (not a live handle), or `-EBUSY` (set already).
  *
  * # Safety
  *
@@ -966,7 +970,7 @@ int udc_forget(struct udc_cache *cache, uint64_t ino, uint64_t nlookup);
  * Counts one more lookup of `ino` (the filesystem replied to the kernel with it outside
  * `udc_resolve` and `udc_add`).
  *
- * Returns 0, or `-ESTALE`, `-EBADF`.
+ * Returns 0, or `-ESTALE` (`ino` not cached), `-EINVAL` (`cache` NULL), `-EBADF`.
  *
  * # Safety
  *
@@ -994,8 +998,8 @@ int udc_invalidate(struct udc_cache *cache, uint64_t parent, const char *name, s
 
 /**
  * Evicts up to `n` unused entries, negatives first, then the least recently used positive
- * ones (their inodes stay cached until `udc_forget`). `n` above `INT_MAX` is taken as
- * `INT_MAX`.
+ * ones (least recently used within each shard of the LRU, which are visited in turn; their
+ * inodes stay cached until `udc_forget`). `n` above `INT_MAX` is taken as `INT_MAX`.
  *
  * Returns how many entries were evicted (>= 0), or `-EINVAL`, `-EBADF`.
  *
@@ -1089,7 +1093,8 @@ int udc_fill_done(struct udc_fill *fill, int eof, uint64_t verifier);
 /**
  * Sets how long the cached name `name` in `parent` (positive or negative) is trusted from
  * now: `ttl_ns` nanoseconds (a FUSE reply's `entry_valid`; 0: revalidate at its next use;
- * `UDC_TTL_FOREVER`: until told otherwise). Its directory-change state is kept: a name filed
+ * `UDC_TTL_FOREVER`: until told otherwise; `UDC_TTL_CONFIGURED` is refused, `-EINVAL`: a
+ * revalidate answer's "as configured" is not a timeout). Its directory-change state is kept: a name filed
  * before its directory last changed (`udc_dir_changed` with no verifier or a new one) may be
  * trusted for less, never for longer — its answer may predate the change — until a
  * revalidation.

@@ -181,8 +181,8 @@ impl Backend {
 /// Sets the filesystem's callbacks. Call it once, before the cache is used from several
 /// threads; the callbacks then stay for the cache's life.
 ///
-/// Returns 0, `-EINVAL` (`ops` NULL, or `ops->size` smaller than this library's
-/// `sizeof(struct udc_ops)`), or `-EBUSY` (set already).
+/// Returns 0, `-EINVAL` (`cache` or `ops` NULL, or `ops->size` smaller than this library's
+/// `sizeof(struct udc_ops)`), `-EBADF` (not a live handle), or `-EBUSY` (set already).
 ///
 /// # Safety
 ///

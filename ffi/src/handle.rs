@@ -52,6 +52,9 @@ const DEFAULT_PAGE_ENTRIES: usize = 128;
 /// entry): beyond it a size is a mistake, refused as such. Below it, tables that do not fit
 /// in memory are `ENOMEM` (`Dcache::try_new`).
 const MAX_ENTRIES: usize = 1 << 28;
+/// The largest `readdir_page_entries` accepted. The page budget counts pages, so the entries
+/// of one page bound what one callback call may add: beyond this a size is a mistake.
+const MAX_PAGE_ENTRIES: usize = 1 << 16;
 
 /// What an unlinked name leaves behind (`udc_config.unlink_policy`).
 #[repr(C)]
@@ -80,9 +83,11 @@ pub struct udc_config {
     pub negative_cap: u32,
     /// What unlink leaves behind (`enum udc_unlink_policy`).
     pub unlink_policy: u32,
-    /// Page budget of the readdir cache, all directories together; 0 = the default.
+    /// Page budget of the readdir cache, all directories together; 0 = the default (4096).
+    /// At most 2^28.
     pub readdir_pages: usize,
-    /// Entries asked of the readdir callback per call (one cached page); 0 = the default.
+    /// Entries asked of the readdir callback per call (one cached page); 0 = the default
+    /// (128). At most 65536.
     pub readdir_page_entries: usize,
     /// How long a positive entry is trusted before the revalidate callback is asked again, in
     /// nanoseconds (FUSE's `entry_valid`): `UINT64_MAX` (set by `udc_config_init`) = until told
@@ -123,7 +128,11 @@ pub struct udc_cache {
 impl udc_cache {
     fn new(cfg: &udc_config) -> Result<Self, c_int> {
         check_size(cfg)?;
-        if cfg.expected_entries > MAX_ENTRIES || cfg.buckets > MAX_ENTRIES {
+        if cfg.expected_entries > MAX_ENTRIES
+            || cfg.buckets > MAX_ENTRIES
+            || cfg.readdir_pages > MAX_ENTRIES
+            || cfg.readdir_page_entries > MAX_PAGE_ENTRIES
+        {
             return Err(libc::EINVAL);
         }
         let unlink = match cfg.unlink_policy {

@@ -180,7 +180,7 @@ pub unsafe extern "C" fn udc_forget(cache: *mut udc_cache, ino: u64, nlookup: u6
 /// Counts one more lookup of `ino` (the filesystem replied to the kernel with it outside
 /// `udc_resolve` and `udc_add`).
 ///
-/// Returns 0, or `-ESTALE`, `-EBADF`.
+/// Returns 0, or `-ESTALE` (`ino` not cached), `-EINVAL` (`cache` NULL), `-EBADF`.
 ///
 /// # Safety
 ///
@@ -221,8 +221,8 @@ pub unsafe extern "C" fn udc_invalidate(
 }
 
 /// Evicts up to `n` unused entries, negatives first, then the least recently used positive
-/// ones (their inodes stay cached until `udc_forget`). `n` above `INT_MAX` is taken as
-/// `INT_MAX`.
+/// ones (least recently used within each shard of the LRU, which are visited in turn; their
+/// inodes stay cached until `udc_forget`). `n` above `INT_MAX` is taken as `INT_MAX`.
 ///
 /// Returns how many entries were evicted (>= 0), or `-EINVAL`, `-EBADF`.
 ///

@@ -212,7 +212,8 @@ fn mask_arg(bits: u32) -> Result<Mask, c_int> {
 
 /// Sets how long the cached name `name` in `parent` (positive or negative) is trusted from
 /// now: `ttl_ns` nanoseconds (a FUSE reply's `entry_valid`; 0: revalidate at its next use;
-/// `UDC_TTL_FOREVER`: until told otherwise). Its directory-change state is kept: a name filed
+/// `UDC_TTL_FOREVER`: until told otherwise; `UDC_TTL_CONFIGURED` is refused, `-EINVAL`: a
+/// revalidate answer's "as configured" is not a timeout). Its directory-change state is kept: a name filed
 /// before its directory last changed (`udc_dir_changed` with no verifier or a new one) may be
 /// trusted for less, never for longer — its answer may predate the change — until a
 /// revalidation.
@@ -231,6 +232,9 @@ pub unsafe extern "C" fn udc_set_entry_timeout(
     len: usize,
     ttl_ns: u64,
 ) -> c_int {
+    if ttl_ns == UDC_TTL_CONFIGURED {
+        return -libc::EINVAL;
+    }
     let ttl = args::ttl(ttl_ns);
     // SAFETY: the caller's contract, as documented.
     unsafe {

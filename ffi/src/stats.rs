@@ -44,9 +44,11 @@ pub struct udc_stats {
     pub inodes_recycled: u64,
     /// Calls of the revalidate callback (or its default), lockless and blocking.
     pub revalidations: u64,
-    /// Lockless `udc_walk_as` rounds that stopped for a name whose timeout passed.
+    /// Lockless walks (`udc_walk`, which then answers `UDC_WALK_MISS` there, and `udc_walk_as`
+    /// rounds) that stopped for a name whose timeout passed.
     pub fallback_expired: u64,
-    /// Lockless `udc_walk_as` rounds that stopped for a negative name whose directory changed.
+    /// Lockless walks (`udc_walk`, `udc_walk_as` rounds) that stopped for a negative name whose
+    /// directory changed.
     pub fallback_verifier: u64,
     /// Lockless `udc_walk_as` rounds that stopped for a search right not in its directory's
     /// most recent access result.

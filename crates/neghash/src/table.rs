@@ -455,8 +455,9 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         Ok(Held::new(entry, self, b))
     }
 
-    /// Evicts up to `n` unused entries, negatives first, oldest first, giving referenced ones a
-    /// second chance; returns how many were evicted. The memory-pressure hook: it also gives
+    /// Evicts up to `n` unused entries, negatives first, oldest first within each LRU shard
+    /// (shards are visited in turn: across the table the order is approximate), giving
+    /// referenced ones a second chance; returns how many were evicted. The memory-pressure hook: it also gives
     /// back to the allocator the pooled cells of entries freed earlier whose grace period has
     /// passed (those evicted now come back to the pool a grace period later).
     pub fn shrink(&self, n: usize) -> usize {
@@ -468,7 +469,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         done
     }
 
-    /// Evicts up to `n` unused *negative* entries, oldest first, second chances given as by
+    /// Evicts up to `n` unused *negative* entries, oldest first per shard, second chances given as by
     /// [`shrink`](Self::shrink); returns how many. For callers whose positive entries carry
     /// bookkeeping of their own (see [`oldest_unused`](Self::oldest_unused)). Gives back
     /// pooled cells as `shrink` does.

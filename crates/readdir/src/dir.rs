@@ -285,6 +285,26 @@ impl<B: Backend + 'static> DirCache<B> {
         self.dir.lock().listing.verifier()
     }
 
+    /// Whether this directory's cache holds nothing that could answer: no page, fresh or
+    /// stale, not complete, and no backend call running. A read that failed before any fill
+    /// was kept leaves it so.
+    ///
+    /// ```
+    /// use std::num::NonZeroUsize;
+    /// use udcache_readdir::{reference::{CookieStyle, MemDir}, ReaddirCache};
+    ///
+    /// let cache = ReaddirCache::new(NonZeroUsize::new(64).unwrap(), NonZeroUsize::new(8).unwrap());
+    /// let dir = cache.dir(MemDir::with_entries(CookieStyle::Hashed, 1000, 0..20));
+    /// assert!(dir.read(12345, 5).is_err()); // a cookie the backend never issued
+    /// assert!(dir.is_empty());
+    /// dir.read(0, 5).unwrap();
+    /// assert!(!dir.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        let st = self.dir.lock();
+        st.listing.pages() == 0 && !st.listing.is_complete() && st.inflight.is_empty()
+    }
+
     /// The pages this directory holds, fresh or stale.
     pub fn cached_pages(&self) -> usize {
         self.dir.lock().listing.pages()

@@ -444,6 +444,11 @@ impl Dcache {
         }
     }
 
+    /// Whether `(parent, name)` is a positive dentry now.
+    fn is_positive(&self, parent: u64, name: &[u8]) -> bool {
+        matches!(self.step(&epoch::pin(), parent, name), Lookup::Hit(_))
+    }
+
     /// The dentry `(parent, name)`, held (a held dentry is never evicted).
     pub(crate) fn dentry(&self, parent: u64, name: &[u8]) -> Option<Held<'_, Dentry>> {
         self.names.get(parent, name)
@@ -518,7 +523,7 @@ impl Dcache {
     /// inode gets the new name (a hard link; its `fs_data` is kept).
     ///
     /// Errors, changing nothing: a bad name; `parent` not a cached directory; the name
-    /// positive already ([`Error::Exists`]); `spec.ino` cached with another type; a second
+    /// positive already ([`Error::Exists`], whatever `spec` is); `spec.ino` cached with another type; a second
     /// name for a directory, or any name for the root.
     ///
     /// Not checked, as for [`rename`](Self::rename): that a directory is not named inside its
@@ -554,6 +559,12 @@ impl Dcache {
             self.check_dir(parent)?;
             if spec.ino == ROOT_INO {
                 return Err(Error::DirectoryAlias(ROOT_INO));
+            }
+            // A name already positive is refused before anything is opened or made for it (a
+            // rename section, an inode, a dentry), so the refusal moves no counter. Looked at
+            // without the name's lock: `put` decides under it.
+            if self.is_positive(parent, name) {
+                return Err(Error::Exists);
             }
             match self.inode_arc(spec.ino) {
                 Some(i) if i.kind() != spec.kind => {
@@ -603,9 +614,12 @@ impl Dcache {
             }
         };
         self.name_linked((parent, name), &inode, &names);
+        // Before the name's lock goes (and with the dentry held): once it is unlocked and
+        // unused, `shrink` may evict it, and a complete listing not yet told of the name would
+        // then answer it "absent".
+        self.note_added(parent, name, asked.is_none());
         drop(dentry);
         drop(names);
-        self.note_added(parent, name, asked.is_none());
         if existing.is_none() {
             let slot = Slot::positive(inode.clone());
             let inserted = self.inodes.insert(INODE_KEY_PARENT, &ino_key(spec.ino), false, slot);
@@ -675,6 +689,10 @@ impl Dcache {
         let dir = self.inode(&guard, parent).ok_or(Error::UnknownInode(parent))?;
         let state = dir.dir().ok_or(Error::NotDirectory(parent))?;
         let names = self.lock_names((parent, name), None);
+        // Under the name's lock: a positive name is refused before a dentry is made for it.
+        if self.is_positive(parent, name) {
+            return Err(Error::Exists);
+        }
         state.note_negative();
         let valid = self.word_in(dir, self.timeouts.negative, asked);
         match self.names.insert(parent, name, true, Dentry::negative(valid)) {
@@ -895,8 +913,10 @@ impl Dcache {
         }
     }
 
-    /// Evicts up to `n` unused dentries, negatives first, least recently used first (a
-    /// referenced one gets a second chance); returns how many. The memory-pressure hook.
+    /// Evicts up to `n` unused dentries, negatives first, least recently used first within
+    /// each shard of the LRU (shards are visited in turn, so across the whole cache the order
+    /// is approximate), a referenced one getting a second chance; returns how many. The
+    /// memory-pressure hook.
     /// A positive dentry evicted leaves its inode cached (until `forget`): the next lookup of
     /// the name misses and asks the filesystem again.
     ///

@@ -14,7 +14,10 @@
 //!   early) cannot tell a created name from one it has not read yet: an [`Dcache::add`] (what
 //!   a filesystem calls for a create) marks it stale, a name [`Dcache::resolve`] found (a
 //!   lookup) does not. Otherwise a later reader would be served pages read before the create,
-//!   without the new name if it sorts among them.
+//!   without the new name if it sorts among them. A writer that names something (`add`, a
+//!   filed answer, `rename`, a directory moved by `resolve`) tells the listing before it
+//!   lets go of the name's lock: once unlocked and unused, the new dentry may be evicted,
+//!   and a complete listing not yet told would answer the name "absent".
 //! - A miss in [`Dcache::resolve`] asks the parent's listing before the filesystem: a
 //!   complete listing that lacks the name answers [`Resolved::Negative`](crate::Resolved)
 //!   with no call and no negative dentry (counted in
@@ -24,6 +27,11 @@
 //!   dropped is read again later), so its "absent" cannot expire with the timeout: it would
 //!   keep a name created behind the cache missing for ever. With a finite timeout a miss asks
 //!   the filesystem, whose negative answer is filed and expires like any other.
+//! - A fill's verifier is news the filesystem told only the listing: after each
+//!   [`Dcache::readdir`], the listing's verifier is reported as [`Dcache::dir_changed`] would
+//!   report it. One the cache had not recorded moves the directory's generation, so negative
+//!   dentries filed before it are no longer trusted: a name the listing now shows is not
+//!   answered "absent" by an older negative.
 //! - Locks: a listing's own mutex is taken after any name stripe and never held across a
 //!   filesystem call (that crate's rule); the readdir filesystem call runs with no cache lock.
 
@@ -39,6 +47,7 @@ use crate::fetch::Filesystem;
 use crate::inode::Inode;
 use crate::stats::Event;
 use crate::sync::Ordering;
+use crate::tree::DirState;
 
 /// One directory's listing cache.
 pub(crate) type Listing = DirCache<Lister>;
@@ -103,11 +112,18 @@ impl Dcache {
         let state = inode.dir().ok_or(Error::NotDirectory(dir))?;
         let listing =
             state.listing.get_or_init(|| self.readdir_cache.dir(Lister { fs: fs.clone(), dir }));
-        listing.read(cookie, max).map_err(Error::Readdir)
+        let batch = listing.read(cookie, max).map_err(Error::Readdir)?;
+        // A fill may have brought a verifier the cache was not told of: the directory changed
+        // behind it. Reported as the filesystem would report it (see the rules).
+        if let Some(Verifier(v)) = listing.verifier() {
+            self.report_verifier(&inode, state, Some(v));
+        }
+        Ok(batch)
     }
 
     /// Tells the cache that directory `dir` changed behind it, or reports its verifier
-    /// (change attribute) from a getattr reply or a readdir: `Some(v)` equal to the last one
+    /// (change attribute) from a getattr reply (those of [`Dcache::readdir`]'s fills the cache
+    /// reports itself): `Some(v)` equal to the last one
     /// reported changes nothing (a load and a compare); anything else (`None`: changed, new
     /// verifier unknown) bumps the directory's generation — negative dentries filled before
     /// are no longer trusted from then on (see [`crate::reval`]) — and marks its listing's
@@ -130,6 +146,12 @@ impl Dcache {
     pub fn dir_changed(&self, dir: u64, verifier: Option<u64>) -> Result<(), Error> {
         let inode = self.inode_arc(dir).ok_or(Error::UnknownInode(dir))?;
         let state = inode.dir().ok_or(Error::NotDirectory(dir))?;
+        self.report_verifier(&inode, state, verifier);
+        Ok(())
+    }
+
+    /// [`Dcache::dir_changed`] of directory `inode`, whose state is `state`.
+    fn report_verifier(&self, inode: &Inode, state: &DirState, verifier: Option<u64>) {
         // Acquire (both): pairs with the Release stores below. A report that finds its
         // verifier recorded returns at once, so the change must be made before the record: it
         // then sees the generation bumped and the listing marked, and so does what its caller
@@ -139,16 +161,15 @@ impl Dcache {
                 && state.verifier.load(Ordering::Acquire) == v
         };
         if verifier.is_some_and(recorded) {
-            return Ok(());
+            return;
         }
         inode.bump_dir_gen();
-        changed(self, dir, verifier);
+        changed(self, inode.ino(), verifier);
         if let Some(v) = verifier {
             // Release: after the change (see the Acquire above).
             state.verifier.store(v, Ordering::Release);
             state.has_verifier.store(true, Ordering::Release);
         }
-        Ok(())
     }
 
     /// What `dir`'s listing says of `name` (`Unknown` if `dir` has none).
@@ -171,11 +192,14 @@ impl Dcache {
         absent
     }
 
-    /// Whether `dir` has a listing: what may answer for a name without a dentry, now (listed,
+    /// Whether `dir` has a listing that may answer for a name without a dentry, now (listed,
     /// or absent from a complete listing) or once a fill running now completes, or a page it
-    /// holds lists the name. [`Dcache::invalidate`] takes it back where no dentry is.
+    /// holds lists the name. [`Dcache::invalidate`] takes it back where no dentry is. A listing
+    /// whose reads all failed holds nothing: it is not one.
     pub(crate) fn has_listing(&self, dir: u64) -> bool {
-        self.dir_state(&epoch::pin(), dir).is_some_and(|d| d.listing.get().is_some())
+        let guard = epoch::pin();
+        let listing = self.dir_state(&guard, dir).and_then(|d| d.listing.get());
+        listing.is_some_and(|l| !l.is_empty())
     }
 
     /// A positive dentry `name` filed in `dir`: a creation if the complete listing lacked it,

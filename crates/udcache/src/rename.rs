@@ -211,9 +211,11 @@ impl crate::Dcache {
         } else {
             self.move_name(from, to, self.unlink_policy(), None, &guard, &names);
         }
-        drop((names, section));
+        // The listings are told before the name locks go: once unlocked, the new name's
+        // dentry may be evicted, and a complete listing not yet told would answer it "absent".
         crate::listing::changed(self, old_parent, None);
         crate::listing::changed(self, new_parent, None);
+        drop((names, section));
         Ok(())
     }
 

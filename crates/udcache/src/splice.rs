@@ -82,11 +82,7 @@ impl Dcache {
         }
         let moved = self.move_spliced(&inode, from, to, asked);
         drop((moving, section));
-        let mut changed: Vec<u64> = cut.iter().map(|(parent, _)| *parent).collect();
-        if moved == Ok(Spliced::Done) {
-            changed.extend([from.0, to.0]);
-        }
-        for parent in changed {
+        if let Some((parent, _)) = cut {
             crate::listing::changed(self, parent, None);
         }
         moved
@@ -114,6 +110,9 @@ impl Dcache {
         }
         // The target is not positive (checked): the move replaces nothing.
         self.move_name(from, to, UnlinkPolicy::Drop, Some(asked), &guard, &names);
+        // The listings are told before the name locks go, as by `rename`.
+        crate::listing::changed(self, from.0, None);
+        crate::listing::changed(self, to.0, None);
         Ok(Spliced::Done)
     }
 

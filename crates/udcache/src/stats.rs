@@ -126,15 +126,14 @@ pub struct Stats {
     pub revalidations: u64,
     /// Walks that left the lockless mode for an expired dentry ([`Reason::Expired`]).
     pub fallback_expired: u64,
-    /// Walks that left the lockless mode for a negative dentry whose directory changed ([`Reason::Verifier`]).
+    /// Walks that left the lockless mode for a negative dentry whose directory changed
+    /// ([`Reason::Verifier`]).
     pub fallback_verifier: u64,
     /// Walks that left the lockless mode for an access check the most recent result could not
-    /// answer
-    /// ([`Reason::AccessMiss`]).
+    /// answer ([`Reason::AccessMiss`]).
     pub fallback_access: u64,
     /// Walks that left the lockless mode because the filesystem could not revalidate without
-    /// blocking
-    /// ([`Reason::NeedsBlock`]).
+    /// blocking ([`Reason::NeedsBlock`]).
     pub fallback_needs_block: u64,
     /// Access checks answered by the access cache (lockless or locked).
     pub access_hits: u64,

@@ -374,3 +374,29 @@ fn evicted_dentries_are_recycled_after_their_grace_period() {
     assert!(s.to_string().contains(&format!("dentries_recycled {}", s.dentries_recycled)));
     c.verify().unwrap();
 }
+
+/// An `add` or `add_negative` of a name that is positive already is refused before anything
+/// is made or opened for it: no inode or dentry taken from a pool (recycled), no rename
+/// section (which also sends lockless walks to their fallback), whatever the name holds; a
+/// directory under the name it has is `Exists`, not a second name.
+#[test]
+fn adding_a_taken_name_is_refused_before_anything_is_made() {
+    let c = cache();
+    c.add(ROOT_INO, b"d", dir(2)).unwrap();
+    c.add(ROOT_INO, b"e", dir(3)).unwrap();
+    c.add(ROOT_INO, b"f", file(4)).unwrap();
+    c.unlink(ROOT_INO, b"e").unwrap(); // 3: a directory cached without a name
+    // Churn, so that the pools hold objects to recycle.
+    for i in 0..64 {
+        c.add(ROOT_INO, b"tmp", file(100 + i)).unwrap();
+        c.unlink(ROOT_INO, b"tmp").unwrap();
+        c.forget(100 + i, 1).unwrap();
+    }
+    for _ in 0..2 {
+        refused(&c, Error::Exists, |c| c.add(ROOT_INO, b"f", file(500)));
+        refused(&c, Error::Exists, |c| c.add(ROOT_INO, b"f", dir(3)));
+        refused(&c, Error::Exists, |c| c.add(ROOT_INO, b"d", dir(2)));
+        refused(&c, Error::Exists, |c| c.add_negative(ROOT_INO, b"f"));
+    }
+    refused(&c, Error::DirectoryAlias(2), |c| c.add(ROOT_INO, b"d2", dir(2)));
+}

@@ -511,3 +511,63 @@ fn what_was_cached_below_a_nameless_directory_does_not_come_back_with_its_name()
     assert!(!hit(3, b"f"), "(3, f) outlived the invalidate of its ancestor");
     assert!(hit(2, b"sub"));
 }
+
+/// Refuses every read of its directory.
+struct Unreadable;
+
+impl Filesystem for Unreadable {
+    fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        Ok(None)
+    }
+
+    fn readdir(&self, _: u64, cookie: u64, _: usize) -> Result<Fill, FillError> {
+        // EACCES at the start; a cookie it never issued anywhere else.
+        Err(if cookie == 0 { FillError::Io(13) } else { FillError::UnknownCookie })
+    }
+}
+
+/// A refused `readdir` changes nothing: the listing it made to read through holds nothing, so
+/// `invalidate` of a name no dentry holds still finds nothing to take back.
+#[test]
+fn a_failed_readdir_leaves_no_listing_behind() {
+    let cache = Dcache::new(Config::for_entries(64));
+    let fs: Arc<dyn Filesystem> = Arc::new(Unreadable);
+    cache.add(ROOT_INO, b"d", dir(2)).unwrap();
+    for cookie in [0, 12345] {
+        assert!(matches!(cache.readdir(&fs, 2, cookie, 8), Err(Error::Readdir(_))), "{cookie}");
+        assert_eq!(cache.invalidate(2, b"x"), Err(Error::NotFound), "after cookie {cookie}");
+    }
+    assert_eq!(cache.stats().readdir_misses, 0);
+}
+
+/// A directory of `n0`..`n2` (the reference backend: verifier 1, cookie of `nK` is K + 1).
+struct Mem(udcache::readdir::reference::MemDir);
+
+impl Filesystem for Mem {
+    fn lookup(&self, _: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        let id = udcache::readdir::reference::MemDir::id_of(name).filter(|&i| self.0.contains(i));
+        Ok(id.map(|i| file(100 + i)))
+    }
+
+    fn readdir(&self, _: u64, cookie: u64, max: usize) -> Result<Fill, FillError> {
+        udcache::readdir::Backend::fill(&self.0, cookie, max)
+    }
+}
+
+/// A fill that brings a new verifier (a name created behind the cache, announced to no one)
+/// is a change of the directory: a negative dentry filed before it is no longer trusted, so
+/// the name the listing now shows is not answered "absent".
+#[test]
+fn a_readdir_that_meets_a_new_verifier_distrusts_older_negatives() {
+    use udcache::readdir::reference::{CookieStyle, MemDir};
+    let fs = Arc::new(Mem(MemDir::with_entries(CookieStyle::Ordered, 100, 0..3)));
+    let dynfs: Arc<dyn Filesystem> = fs.clone();
+    let cache = Dcache::new(Config::for_entries(64));
+    assert_eq!(list_all(&cache, &dynfs, 16).len(), 3);
+    cache.add_negative(ROOT_INO, b"n50").unwrap(); // the filesystem's "no such name", filed
+    fs.0.insert(50).unwrap();
+    // Resumed at a cookie the cache does not hold: the fill reads the directory as it is now.
+    let batch = cache.readdir(&dynfs, ROOT_INO, 50, 10).unwrap();
+    assert_eq!(&*batch.entries[0].name, b"n50");
+    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"n50"), Ok(Resolved::Found(file(150))));
+}
