@@ -775,8 +775,9 @@ int udc_cache_new(const struct udc_config *cfg, struct udc_cache **out);
  * Frees a cache and everything in it. NULL is ignored, and so is anything that is not a live
  * handle (destroyed already, or garbage): a second destroy of a handle frees nothing, even
  * after another cache was made. No other thread may be inside a `udc_` call on the handle
- * during this call, and no callback may call it; after it, every use of the handle is refused
- * with `-EBADF`.
+ * during this call. A callback may call it (for any handle): the handle is refused from then
+ * on, and the cache is freed when the call that ran the callback returns. After it, every use
+ * of the handle is refused with `-EBADF`.
  *
  * # Safety
  *

@@ -13,6 +13,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use dcache::Error;
 
+use crate::handle::InCall;
+
 /// What an entry point's body returns: a non-negative result or a positive errno.
 pub(crate) type CResult = Result<c_int, c_int>;
 
@@ -38,6 +40,7 @@ pub(crate) fn fail_fs(e: Error) -> c_int {
 /// Runs an entry point's body: `Ok(v)` returns `v`, `Err(errno)` returns `-errno`, a panic
 /// returns `-EIO`.
 pub(crate) fn ffi_call(body: impl FnOnce() -> CResult) -> c_int {
+    let _call = InCall::enter();
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => v,
         Ok(Err(errno)) => -errno.max(1),
@@ -47,6 +50,7 @@ pub(crate) fn ffi_call(body: impl FnOnce() -> CResult) -> c_int {
 
 /// Runs the body of an entry point that returns nothing: a panic is swallowed.
 pub(crate) fn ffi_void(body: impl FnOnce()) {
+    let _call = InCall::enter();
     let _ = catch_unwind(AssertUnwindSafe(body));
 }
 

@@ -16,9 +16,15 @@
 //!
 //! What the table cannot catch is a use of a handle not ordered after its destroy (a call on
 //! another thread while it runs: the handle is live when checked, freed while used):
-//! `udc_cache_destroy` must be the last call on a handle.
+//! `udc_cache_destroy` must be the last call on a handle. On the destroying thread itself it
+//! is safe anywhere: each thread counts how deep it is in `udc_` calls ([`InCall`]), and a
+//! destroy from inside a callback (the count above one: a call of this thread is running and
+//! may be using the cache) releases the handle at once but frees the cache only when this
+//! thread's outermost call returns. The count is the thread's own: calls write nothing shared.
 
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
 use std::sync::{Arc, OnceLock};
 
@@ -165,13 +171,61 @@ impl udc_cache {
     }
 }
 
+thread_local! {
+    /// How many `udc_` calls this thread is inside: more than one while a callback runs.
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// Whether `DOOMED` holds anything (read by every outermost call as it ends).
+    static ANY_DOOMED: Cell<bool> = const { Cell::new(false) };
+    /// Caches this thread destroyed from inside a callback: released, not yet freed.
+    static DOOMED: RefCell<Vec<NonNull<udc_cache>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// This thread is inside a `udc_` call while it lives (every entry point makes one, in
+/// [`crate::errors`]); the outermost one, ending, frees the caches destroyed from inside it.
+pub(crate) struct InCall(());
+
+impl InCall {
+    pub(crate) fn enter() -> Self {
+        DEPTH.with(|d| d.set(d.get() + 1));
+        InCall(())
+    }
+}
+
+impl Drop for InCall {
+    fn drop(&mut self) {
+        let depth = DEPTH.with(|d| {
+            d.set(d.get() - 1);
+            d.get()
+        });
+        if depth == 0 && ANY_DOOMED.with(|a| a.replace(false)) {
+            // `try_with`: at thread exit the list may be gone already (then they leak).
+            let doomed = DOOMED.try_with(|d| std::mem::take(&mut *d.borrow_mut()));
+            // Not unwinding into C: a panic while dropping a cache is swallowed.
+            let _ = catch_unwind(AssertUnwindSafe(|| free_all(doomed.unwrap_or_default())));
+        }
+    }
+}
+
+/// Drops released caches and frees what they retired.
+fn free_all(boxes: Vec<NonNull<udc_cache>>) {
+    for boxed in boxes {
+        // SAFETY: each came from `Box::leak` in `udc_cache_new` and was given to one
+        // `udc_cache_destroy` alone by the table's release; no call of this thread uses it
+        // any more (its outermost call is over), and no other thread does (the caller's
+        // contract).
+        drop(unsafe { Box::from_raw(boxed.as_ptr()) });
+    }
+    collect_garbage();
+}
+
 /// The cache behind the handle `ptr`, checked: NULL is `EINVAL`; anything but a live handle's
 /// token (garbage, destroyed) is `EBADF`. The handle is never dereferenced; the check only loads.
 ///
 /// # Safety
 ///
-/// If `ptr` is a live handle, no thread may destroy it during `'a` (the returned reference
-/// would dangle).
+/// If `ptr` is a live handle, no other thread may destroy it during `'a` (the returned
+/// reference would dangle; a destroy on this thread frees nothing before its outermost call
+/// returns, see the module docs).
 pub(crate) unsafe fn get<'a>(ptr: *const udc_cache) -> Result<&'a udc_cache, c_int> {
     let cache = TABLE.live(ptr.addr())?;
     // SAFETY: a live slot's pointer came from `Box::leak` in `udc_cache_new` and stays
@@ -257,8 +311,9 @@ pub unsafe extern "C" fn udc_cache_new(cfg: *const udc_config, out: *mut *mut ud
 /// Frees a cache and everything in it. NULL is ignored, and so is anything that is not a live
 /// handle (destroyed already, or garbage): a second destroy of a handle frees nothing, even
 /// after another cache was made. No other thread may be inside a `udc_` call on the handle
-/// during this call, and no callback may call it; after it, every use of the handle is refused
-/// with `-EBADF`.
+/// during this call. A callback may call it (for any handle): the handle is refused from then
+/// on, and the cache is freed when the call that ran the callback returns. After it, every use
+/// of the handle is refused with `-EBADF`.
 ///
 /// # Safety
 ///
@@ -267,11 +322,14 @@ pub unsafe extern "C" fn udc_cache_new(cfg: *const udc_config, out: *mut *mut ud
 pub unsafe extern "C" fn udc_cache_destroy(cache: *mut udc_cache) {
     ffi_void(|| {
         let Some(boxed) = TABLE.release(cache.addr()) else { return };
-        // SAFETY: the slot held this handle's box, which came from `Box::leak` in
-        // `udc_cache_new`; the release emptied the slot and gave the box to this call alone,
-        // and no other thread uses it (the caller's contract).
-        drop(unsafe { Box::from_raw(boxed.as_ptr()) });
-        collect_garbage();
+        // This call is one level; more means a callback: a call of this thread may be using
+        // the cache, so it is freed when the outermost call returns (`InCall`).
+        if DEPTH.with(Cell::get) > 1 {
+            DOOMED.with(|d| d.borrow_mut().push(boxed));
+            ANY_DOOMED.with(|a| a.set(true));
+        } else {
+            free_all(vec![boxed]);
+        }
     })
 }
 
