@@ -71,7 +71,7 @@ mod sync;
 
 pub use cookie::{GpCookie, cond_synchronize, get_state, poll, start_poll, synchronize};
 pub use crossbeam_epoch::{Guard, is_pinned, pin};
-pub use pool::{GpPool, PoolBox, PoolConfig, PoolStats, Reuse};
+pub use pool::{GpPool, MAX_SHARDS, PoolBox, PoolConfig, PoolStats, Reuse};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

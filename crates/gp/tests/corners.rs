@@ -199,3 +199,53 @@ fn objects_a_run_made_before_its_make_panicked_are_dropped_and_their_room_reused
     // Made: 4 in the first block, 1 in the failed run, 3 in the holes (one a spare).
     assert_eq!(drops.load(SeqCst), 8, "every object made was dropped once");
 }
+
+/// Configurations a user may write that used to hang or panic: a cap of 0 (every `alloc`
+/// spun for ever) and a shard count whose power of two overflows.
+#[test]
+fn a_cap_of_zero_and_a_huge_shard_count_are_clamped() {
+    let pool =
+        GpPool::with_config(PoolConfig::default().with_max_objects(Some(0)), || 0u64, |_| {});
+    assert_eq!(pool.config().max_objects(), Some(1));
+    drop(pool.alloc());
+    for shards in [usize::MAX, 1 << 40] {
+        let pool = GpPool::with_config(PoolConfig::default().with_shards(shards), || 0u64, |_| {});
+        drop(pool.alloc());
+    }
+}
+
+/// One `alloc` that waits at the cap for another thread's free is one stall, however many
+/// times it looks again while it waits.
+#[test]
+fn an_alloc_that_waits_is_one_stall() {
+    let config = PoolConfig::default().with_max_objects(Some(1)).with_fresh_run(1).with_shards(1);
+    let pool = GpPool::with_config(config, || 0u64, |_| {});
+    let held = pool.alloc();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| drop(pool.alloc()));
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        waiter.join().unwrap();
+    });
+    let stats = pool.stats();
+    assert_eq!(stats.stalls, 1, "{stats:?}");
+    assert!(stats.stall_time >= Duration::from_millis(40), "{stats:?}");
+}
+
+/// A `reinit` hook that panics: the object it was preparing leaves the pool (dropped, its
+/// share of the cap given back) rather than staying counted with no owner.
+#[test]
+fn a_reinit_that_panics_gives_the_object_back() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let config = PoolConfig::default().with_fresh_run(1).with_shards(1).with_max_objects(Some(1));
+    let d = drops.clone();
+    let pool = GpPool::with_config(config, move || Counted(d.clone()), |_| panic!("reinit"));
+    drop(pool.alloc());
+    synchronize();
+    assert!(catch_unwind(AssertUnwindSafe(|| drop(pool.alloc()))).is_err());
+    let stats = pool.stats();
+    assert_eq!((stats.objects, stats.parked, stats.spares), (0, 0, 0), "{stats:?}");
+    assert_eq!(drops.load(SeqCst), 1);
+    // The cap's one object can be made again.
+    drop(pool.alloc());
+}

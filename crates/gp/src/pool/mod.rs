@@ -59,6 +59,9 @@ use run::Runs;
 use shard::Shard;
 use slot::Slot;
 
+/// The most shards a pool has (see [`PoolConfig::with_shards`]).
+pub const MAX_SHARDS: usize = 4096;
+
 /// When a parked object may be handed out again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reuse {
@@ -100,10 +103,10 @@ impl Default for PoolConfig {
 }
 
 impl PoolConfig {
-    /// Hard cap on live plus parked objects; `None` (the default) for no cap. At the cap,
-    /// `alloc` waits for the oldest parked object's grace period: a stall.
+    /// Hard cap on live plus parked objects (at least 1); `None` (the default) for no cap. At
+    /// the cap, `alloc` waits for the oldest parked object's grace period: a stall.
     pub fn with_max_objects(mut self, max: Option<usize>) -> Self {
-        self.max_objects = max;
+        self.max_objects = max.map(|m| m.max(1));
         self
     }
 
@@ -115,10 +118,10 @@ impl PoolConfig {
         self
     }
 
-    /// Number of shards, rounded up to a power of two; 0 (the default) picks twice the
-    /// available parallelism.
+    /// Number of shards, rounded up to a power of two, at most [`MAX_SHARDS`]; 0 (the
+    /// default) picks twice the available parallelism.
     pub fn with_shards(mut self, shards: usize) -> Self {
-        self.shards = shards;
+        self.shards = shards.min(MAX_SHARDS);
         self
     }
 
@@ -188,7 +191,8 @@ pub struct PoolStats {
     pub objects: usize,
     /// The most live, parked and spare objects there ever were.
     pub peak_objects: usize,
-    /// Times `alloc` had to wait for a grace period.
+    /// Calls of `alloc` that had to wait (for a grace period, or at the cap for a free), each
+    /// counted once however long it waited.
     pub stalls: u64,
     /// Total time spent in those waits.
     pub stall_time: Duration,
@@ -290,6 +294,8 @@ impl<T: Send + 'static> GpPool<T> {
     /// made dropped, its room and its share of `max_objects` given back).
     pub fn alloc(&self) -> PoolBox<'_, T> {
         let home = self.home();
+        // One stall, timed from the first wait to the return, however many turns it takes.
+        let mut stall = Stall { pool: self, since: None };
         loop {
             if let Some(slot) = self.take_parked(home, false) {
                 return self.reused(slot);
@@ -302,17 +308,28 @@ impl<T: Send + 'static> GpPool<T> {
             if let Some(slot) = self.take_parked(home, true) {
                 return self.reused(slot);
             }
-            self.stall();
+            stall.since.get_or_insert_with(Instant::now);
+            self.wait_at_cap();
         }
     }
 
-    /// A parked object handed out again, re-initialised.
+    /// A parked object handed out again, re-initialised. If the `reinit` hook panics, the
+    /// object leaves the pool (dropped, its room and its share of `max_objects` given back)
+    /// before the panic goes on.
     fn reused(&self, slot: NonNull<Slot<T>>) -> PoolBox<'_, T> {
         // SAFETY: the slot was parked and its reuse policy allows handing it out: we own it
         // exclusively now (no reader of the policy's guarantee remains).
-        unsafe {
+        let value = unsafe {
             Slot::check_transition(slot, self.id, false);
-            (self.reinit)(&mut (*slot.as_ptr()).value);
+            &mut (*slot.as_ptr()).value
+        };
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| (self.reinit)(value))) {
+            // SAFETY: owned here alone, as above; a panicking hook leaves a valid `T` behind
+            // (it had `&mut T`), which the free drops.
+            unsafe { self.runs.free(slot) };
+            // Relaxed: the budget (see `fresh_run`).
+            self.objects.fetch_sub(1, Relaxed);
+            resume_unwind(panic);
         }
         PoolBox { slot, pool: self }
     }
@@ -435,7 +452,9 @@ impl<T: Send + 'static> GpPool<T> {
                 let shards = if anywhere { self.shards.len() } else { 1 };
                 let (slot, cookie) = self.take_newest(home, shards)?;
                 if !completed(&cookie) {
-                    self.timed_stall(|| cond_synchronize(cookie));
+                    let start = Instant::now();
+                    cond_synchronize(cookie);
+                    self.count_stall(start);
                 }
                 Some(slot)
             }
@@ -461,13 +480,34 @@ impl<T: Send + 'static> GpPool<T> {
         })
     }
 
-    /// Moves another shard's oldest batch to `home` if its grace period has completed.
+    /// Moves another shard's oldest batch to `home` if its grace period has completed. If none
+    /// has, the oldest of their cookies is polled (outside the locks), which drives the
+    /// grace-period machinery now and then: a thread that only allocates, while others only
+    /// free, has no cookie of its own to poll, and nothing else may pin to complete theirs.
     fn steal(&self, home: usize) -> Option<NonNull<Slot<T>>> {
+        let mut oldest = None;
+        if let Some(slot) = self.steal_ready(home, &mut oldest) {
+            return Some(slot);
+        }
+        if oldest.is_some_and(|c| poll(&c)) {
+            return self.steal_ready(home, &mut None);
+        }
+        None
+    }
+
+    /// [`steal`](Self::steal) of a batch whose grace period has completed; the oldest cookie
+    /// of the batches left goes to `oldest`.
+    fn steal_ready(&self, home: usize, oldest: &mut Option<GpCookie>) -> Option<NonNull<Slot<T>>> {
         let n = self.shards.len();
         for i in 1..n {
             let victim = &self.shards[(home + i) & (n - 1)].0;
-            let Some(batch) = try_lock(victim).and_then(|mut v| v.take_oldest_batch_if(completed))
-            else {
+            let Some(batch) = try_lock(victim).and_then(|mut v| {
+                let ready = v.take_oldest_batch_if(completed);
+                if let (None, Some(c)) = (&ready, v.oldest_cookie()) {
+                    *oldest = Some(oldest.map_or(c, |o| o.min(c)));
+                }
+                ready
+            }) else {
                 continue;
             };
             let mut sh = lock(&self.shards[home].0);
@@ -543,17 +583,15 @@ impl<T: Send + 'static> GpPool<T> {
 
     /// At the cap with nothing reusable: wait for the oldest parked cookie, or for a free.
     #[cold]
-    fn stall(&self) {
-        let oldest = self.shards.iter().filter_map(|s| lock(&s.0).oldest_cookie()).min();
-        self.timed_stall(|| match oldest {
+    fn wait_at_cap(&self) {
+        match self.shards.iter().filter_map(|s| lock(&s.0).oldest_cookie()).min() {
             Some(c) => cond_synchronize(c),
             None => std::thread::yield_now(),
-        });
+        }
     }
 
-    fn timed_stall(&self, wait: impl FnOnce()) {
-        let start = Instant::now();
-        wait();
+    /// Counts one stall of `start`'s wait (Relaxed: statistics).
+    fn count_stall(&self, start: Instant) {
         self.stalls.fetch_add(1, Relaxed);
         self.stall_ns.fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
     }
@@ -689,6 +727,20 @@ impl<T: Send + 'static> Drop for PoolBox<'_, T> {
 impl<T: Send + fmt::Debug + 'static> fmt::Debug for PoolBox<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// An `alloc` that may wait: counted as one stall when it returns (or unwinds), if it waited.
+struct Stall<'p, T: Send + 'static> {
+    pool: &'p GpPool<T>,
+    since: Option<Instant>,
+}
+
+impl<T: Send + 'static> Drop for Stall<'_, T> {
+    fn drop(&mut self) {
+        if let Some(start) = self.since {
+            self.pool.count_stall(start);
+        }
     }
 }
 
