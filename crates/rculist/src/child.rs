@@ -159,17 +159,17 @@ impl<'l, A: Adapter<Link = Link>> ChildWriter<'l, A> {
     /// could be swapped out with `mem::replace` and kept after the unlock, making a second
     /// writer of the side possible).
     ///
-    /// ```compile_fail
-    /// use udcache_rculist::{ChildList, Link, List, adapter};
+    /// ```compile_fail,E0505
+    /// use udcache_rculist::{ChildList, Link, adapter};
     /// struct Child { link: Link }
     /// adapter!(ChildAdapter = Child { link: Link });
     ///
-    /// let (dir, other) = (ChildList::<ChildAdapter>::new(), List::<ChildAdapter>::new());
+    /// let dir = ChildList::<ChildAdapter>::new();
     /// let mut w = dir.lock();
-    /// // The side's writer cannot be swapped out of the lock's writer and kept.
-    /// let stolen = std::mem::replace(w.positive(), other.lock());
+    /// // The side's writer cannot outlive the lock's writer: the lock is released with it.
+    /// let side = w.positive();
     /// drop(w);
-    /// drop(stolen);
+    /// side.is_empty();
     /// ```
     pub fn positive(&mut self) -> ListWriter<'_, A> {
         ListWriter::over(self.sides[0])
