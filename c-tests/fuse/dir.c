@@ -7,7 +7,12 @@
  * udc_readdir as is. udcfs lists "." and ".." itself, in front (they are not names udcache can
  * cache). The backend issues as an entry's cookie the backing directory's d_off of that entry
  * (the position after it, which lseek on the directory accepts) plus COOKIE_BIAS, so its cookies
- * are never 0, DOT_OFF or DOTDOT_OFF (a backing d_off is at least 1).
+ * are never 0, DOT_OFF or DOTDOT_OFF (a backing d_off is at least 1) -- except where the sum
+ * would pass INT64_MAX, the largest position the kernel keeps for an open directory: a d_off
+ * that high is issued as it is (ext4 and btrfs end a hashed listing at INT64_MAX itself). So
+ * every cookie is a position the kernel can seek back to. A d_off of INT64_MAX - 3 or - 2 would
+ * share its cookie with one of the two top positions (read back as the top one); a hashed
+ * directory gives an entry such a position with a chance of about 2^-62.
  *
  * Inode numbers. A listed entry carries the backing d_ino, which is what readdir shows; udcache
  * only lists it. Nodeids come from lookups (readdirplus looks each entry up).
@@ -39,6 +44,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,6 +94,19 @@ static int is_dot_or_dotdot(const char *name)
 	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
 
+/* The cookie of an entry whose backing d_off is `d_off` (see the top of the file). */
+static uint64_t cookie_of(int64_t d_off)
+{
+	return d_off <= INT64_MAX - COOKIE_BIAS ? (uint64_t)d_off + COOKIE_BIAS : (uint64_t)d_off;
+}
+
+/* The backing position a cookie names. */
+static off_t position_of(uint64_t cookie)
+{
+	return cookie > (uint64_t)INT64_MAX - COOKIE_BIAS ? (off_t)cookie
+							   : (off_t)(cookie - COOKIE_BIAS);
+}
+
 /* Up to `max` entries of the directory open at `fd`, after `cookie`, into `fill`. */
 static int fill_from(int fd, uint64_t cookie, size_t max, udc_fill *fill)
 {
@@ -96,12 +115,12 @@ static int fill_from(int fd, uint64_t cookie, size_t max, udc_fill *fill)
 	size_t added = 0;
 	int eof = 0;
 
-	if (cookie != 0 && cookie <= COOKIE_BIAS)
+	if ((cookie != 0 && cookie <= COOKIE_BIAS) || cookie > INT64_MAX)
 		return -EINVAL; /* never issued */
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	uint64_t verifier = (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec;
-	if (lseek(fd, cookie ? (off_t)(cookie - COOKIE_BIAS) : 0, SEEK_SET) < 0)
+	if (lseek(fd, cookie ? position_of(cookie) : 0, SEEK_SET) < 0)
 		return -errno;
 	while (added < max) {
 		ssize_t n = getdents64(fd, buf, sizeof(buf));
@@ -117,8 +136,7 @@ static int fill_from(int fd, uint64_t cookie, size_t max, udc_fill *fill)
 			if (is_dot_or_dotdot(d->d_name))
 				continue;
 			int r = udc_fill_add(fill, d->d_name, strlen(d->d_name), d->d_ino,
-					     udc_type_of_dtype(d->d_type),
-					     (uint64_t)d->d_off + COOKIE_BIAS);
+					     udc_type_of_dtype(d->d_type), cookie_of(d->d_off));
 			if (r < 0)
 				return r;
 			added++;

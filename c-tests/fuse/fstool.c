@@ -18,6 +18,10 @@
  *   fstool compare MOUNT BACKING NAMES
  *       for each name n0 .. n<NAMES-1>: lstat through MOUNT and in BACKING must agree (exists,
  *       type, inode number, link count).
+ *   fstool endpos DIR
+ *       reads DIR to its end with getdents64, then opens it again at the position the read
+ *       ended at (lseek, as seekdir does): prints how many entries there were and what the
+ *       second open finds there (nothing), or the error.
  *
  * (Seed 000's flood on real paths is c-tests/dcache_stress -D DIR.)
  *
@@ -50,7 +54,8 @@ static int usage(void)
 			"       fstool populate DIR N\n"
 			"       fstool listcheck DIR N PASSES [BUFSIZE [PAUSE_US]]\n"
 			"       fstool mix DIR NAMES SECONDS SEED\n"
-			"       fstool compare MOUNT BACKING NAMES\n");
+			"       fstool compare MOUNT BACKING NAMES\n"
+			"       fstool endpos DIR\n");
 	return 2;
 }
 
@@ -413,6 +418,37 @@ static int cmd_compare(int argc, char **argv)
 	return bad != 0;
 }
 
+static int cmd_endpos(int argc, char **argv)
+{
+	_Alignas(struct dirent64) char buf[4096];
+	long entries = 0;
+	ssize_t n;
+
+	if (argc != 3)
+		return usage();
+	int fd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "endpos: %s: %s\n", argv[2], strerror(errno));
+		return 2;
+	}
+	while ((n = getdents64(fd, buf, sizeof buf)) > 0)
+		for (ssize_t pos = 0; pos < n; entries++)
+			pos += ((const struct dirent64 *)(buf + pos))->d_reclen;
+	off_t end = lseek(fd, 0, SEEK_CUR);
+	close(fd);
+	fd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "endpos: %s: %s\n", argv[2], strerror(errno));
+		return 2;
+	}
+	if (lseek(fd, end, SEEK_SET) < 0)
+		printf("%ld entries; seeking back to the end: %s\n", entries, strerror(errno));
+	else
+		printf("%ld entries; after the end: %zd bytes\n", entries, getdents64(fd, buf, sizeof buf));
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -427,5 +463,7 @@ int main(int argc, char **argv)
 		return cmd_mix(argc, argv);
 	if (strcmp(argv[1], "compare") == 0)
 		return cmd_compare(argc, argv);
+	if (strcmp(argv[1], "endpos") == 0)
+		return cmd_endpos(argc, argv);
 	return usage();
 }

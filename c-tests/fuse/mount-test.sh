@@ -168,6 +168,9 @@ tools_build() {
 	step cmp -n 100 a/c2/f2 /dev/zero
 	step stat -c '%F %s %h %a' a a/b a/c2 a/fifo a/b/sym a/b/f3new a/c2/deep/1/2/3/4/5/6/7/8
 	step ls -lR --time-style=+ a copy
+	step mkdir a/many
+	step "$FSTOOL" populate a/many 40
+	step "$FSTOOL" endpos a/many
 	step sh -c 'find . | sort'
 	step find . -type f -name 'f*' -size -1k
 }
