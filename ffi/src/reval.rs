@@ -213,10 +213,10 @@ fn mask_arg(bits: u32) -> Result<Mask, c_int> {
 /// Sets how long the cached name `name` in `parent` (positive or negative) is trusted from
 /// now: `ttl_ns` nanoseconds (a FUSE reply's `entry_valid`; 0: revalidate at its next use;
 /// `UDC_TTL_FOREVER`: until told otherwise; `UDC_TTL_CONFIGURED` is refused, `-EINVAL`: a
-/// revalidate answer's "as configured" is not a timeout). Its directory-change state is kept: a name filed
-/// before its directory last changed (`udc_dir_changed` with no verifier or a new one) may be
-/// trusted for less, never for longer — its answer may predate the change — until a
-/// revalidation.
+/// revalidate answer's "as configured" is not a timeout). Its directory-change state is kept:
+/// a name filed before its directory last changed (`udc_dir_changed` with no verifier or a new
+/// one) may be trusted for less, never for longer — its answer may predate the change — until
+/// a revalidation.
 ///
 /// Returns 0, or `-ENOENT` (nothing cached under the name), `-EINVAL`, `-ENAMETOOLONG`,
 /// `-ESTALE`, `-ENOTDIR`, `-EBADF`.

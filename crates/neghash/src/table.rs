@@ -457,9 +457,10 @@ impl<V: Send + Sync + 'static> NegHash<V> {
 
     /// Evicts up to `n` unused entries, negatives first, oldest first within each LRU shard
     /// (shards are visited in turn: across the table the order is approximate), giving
-    /// referenced ones a second chance; returns how many were evicted. The memory-pressure hook: it also gives
-    /// back to the allocator the pooled cells of entries freed earlier whose grace period has
-    /// passed (those evicted now come back to the pool a grace period later).
+    /// referenced ones a second chance; returns how many were evicted. The memory-pressure
+    /// hook: it also gives back to the allocator the pooled cells of entries freed earlier
+    /// whose grace period has passed (those evicted now come back to the pool a grace period
+    /// later).
     pub fn shrink(&self, n: usize) -> usize {
         let mut done = trim::shrink(self, n, true);
         if done < n {
@@ -469,10 +470,10 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         done
     }
 
-    /// Evicts up to `n` unused *negative* entries, oldest first per shard, second chances given as by
-    /// [`shrink`](Self::shrink); returns how many. For callers whose positive entries carry
-    /// bookkeeping of their own (see [`oldest_unused`](Self::oldest_unused)). Gives back
-    /// pooled cells as `shrink` does.
+    /// Evicts up to `n` unused *negative* entries, oldest first per shard, second chances
+    /// given as by [`shrink`](Self::shrink); returns how many. For callers whose positive
+    /// entries carry bookkeeping of their own (see [`oldest_unused`](Self::oldest_unused)).
+    /// Gives back pooled cells as `shrink` does.
     pub fn shrink_negative(&self, n: usize) -> usize {
         let done = trim::shrink(self, n, true);
         self.pool.trim();

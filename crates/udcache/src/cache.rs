@@ -523,8 +523,8 @@ impl Dcache {
     /// inode gets the new name (a hard link; its `fs_data` is kept).
     ///
     /// Errors, changing nothing: a bad name; `parent` not a cached directory; the name
-    /// positive already ([`Error::Exists`], whatever `spec` is); `spec.ino` cached with another type; a second
-    /// name for a directory, or any name for the root.
+    /// positive already ([`Error::Exists`], whatever `spec` is); `spec.ino` cached with
+    /// another type; a second name for a directory, or any name for the root.
     ///
     /// Not checked, as for [`rename`](Self::rename): that a directory is not named inside its
     /// own subtree (a directory whose name was unlinked can be added below itself). Walks,

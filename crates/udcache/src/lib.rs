@@ -106,9 +106,9 @@
 //! coalesced misses; [`Dcache::add`] (with instantiation), [`Dcache::add_negative`],
 //! [`Dcache::unlink`], [`Dcache::rename`] (replace, no-replace, exchange),
 //! [`Dcache::invalidate`] of a subtree, [`Dcache::forget`], [`Dcache::shrink`] (negatives
-//! first, then positives, least recently used first per LRU shard); positive children kept apart from
-//! negatives ([`Dcache::children`], [`Dcache::walk_tree`] with [`Visit`] continue / skip /
-//! skip-siblings / quit); listings through per-directory `udcache-readdir` caches
+//! first, then positives, least recently used first per LRU shard); positive children kept
+//! apart from negatives ([`Dcache::children`], [`Dcache::walk_tree`] with [`Visit`] continue /
+//! skip / skip-siblings / quit); listings through per-directory `udcache-readdir` caches
 //! ([`Dcache::readdir`]) whose complete listings answer misses without negative dentries
 //! (where negatives never time out);
 //! [`Stats`] printable like `dentry-state`. Tests: every operation and refusal
