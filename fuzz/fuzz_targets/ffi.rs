@@ -1583,7 +1583,10 @@ fn run(w: &mut World<'_>, op: &Op) {
             let before = w.snapshot(&[(parent, &name)]);
             // SAFETY: a handle as made; a name of its length.
             let r = unsafe { udc_set_entry_timeout(c, parent, name.ptr(), name.len, *ttl) };
-            expect("set_entry_timeout", r, &[hf, name.fault()], 0..=0, &[ESTALE, ENOTDIR, ENOENT]);
+            // "As configured" is not a timeout to set (refused whatever else is wrong).
+            let configured = (*ttl == UDC_TTL_CONFIGURED).then_some(EINVAL);
+            let faults = [hf, name.fault(), configured];
+            expect("set_entry_timeout", r, &faults, 0..=0, &[ESTALE, ENOTDIR, ENOENT]);
             w.timed |= r == 0 && *ttl != UDC_TTL_FOREVER;
             if r != 0 || *ttl == UDC_TTL_FOREVER {
                 // Refused, or trusted for ever: a fresh name stays as it was.

@@ -247,6 +247,10 @@ impl Model {
         if spec.ino == ROOT_INO {
             return Err(Error::DirectoryAlias(ROOT_INO));
         }
+        // A positive name is refused before the inode is looked at.
+        if self.positive(parent, name).is_some() {
+            return Err(Error::Exists);
+        }
         if let Some(i) = self.inodes.get(&spec.ino) {
             if i.spec.kind != spec.kind {
                 return Err(Error::KindMismatch { ino: spec.ino });
@@ -254,9 +258,6 @@ impl Model {
             if spec.kind == FileType::Directory && !self.aliases(spec.ino).is_empty() {
                 return Err(Error::DirectoryAlias(spec.ino));
             }
-        }
-        if self.positive(parent, name).is_some() {
-            return Err(Error::Exists);
         }
         // A cached directory named again (it had no name): what was cached below it goes
         // first.
