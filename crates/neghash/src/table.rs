@@ -502,17 +502,21 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         trim::oldest_unused(self, n, negative)
     }
 
-    /// Evicts every unused negative entry whose parent id `doomed` accepts (counted as
-    /// shrink evictions); returns how many. A full scan of the table, one bucket lock at a
-    /// time: for rare events such as a directory leaving the cache with its remembered misses.
+    /// Takes every negative entry whose parent id `doomed` accepts out of the table: an unused
+    /// one is evicted (counted as a shrink eviction), a held one removed as by
+    /// [`Held::remove`] (it stays valid for its holders); returns how many left. A full scan
+    /// of the table, one bucket lock at a time: for rare events such as a directory leaving
+    /// the cache with its remembered misses, none of which may outlive it.
     ///
     /// ```
     /// use udcache_neghash::{Config, NegHash};
     /// let t = NegHash::<()>::new(Config::with_buckets(8));
     /// drop(t.insert(1, b"gone", true, ()));
+    /// let held = t.insert(1, b"held", true, ()).unwrap();
     /// drop(t.insert(2, b"kept", true, ()));
-    /// assert_eq!(t.purge_negatives(&|parent| parent == 1), 1);
+    /// assert_eq!(t.purge_negatives(&|parent| parent == 1), 2);
     /// assert_eq!(t.stats().negative, 1);
+    /// assert!(!held.is_hashed() && t.get(1, b"held").is_none());
     /// ```
     pub fn purge_negatives(&self, doomed: &dyn Fn(u64) -> bool) -> usize {
         trim::purge_negatives(self, doomed)

@@ -280,29 +280,36 @@ pub(crate) fn oldest_unused<V: Send + Sync + 'static>(
     held
 }
 
-/// Evicts every settled negative whose parent `doomed` accepts, bucket by bucket.
+/// Takes every negative whose parent `doomed` accepts out of the table, bucket by bucket: a
+/// settled one is evicted, a held one unhashed (as [`Held::remove`](crate::Held::remove)
+/// does: it stays valid for its holders). Returns how many left.
 pub(crate) fn purge_negatives<V: Send + Sync + 'static>(
     t: &NegHash<V>,
     doomed: &dyn Fn(u64) -> bool,
 ) -> usize {
-    let mut evicted = 0;
+    let mut gone = 0;
     for b in 0..t.buckets() {
         let guard = epoch::pin();
         let mut lock = t.lock_bucket(b);
-        let victims: Vec<_> = t
-            .chain(&lock)
-            .iter(&guard)
-            .filter(|e| settled_negative(e) && doomed(e.parent()))
-            .collect();
-        let before = evicted;
+        let victims: Vec<_> =
+            t.chain(&lock).iter(&guard).filter(|e| e.has(NEGATIVE) && doomed(e.parent())).collect();
+        let before = gone;
         for e in victims {
-            evicted += usize::from(evict(t, &mut lock, e, C::EvictShrink, &guard));
+            // On the chain under its lock: hashed, and not claimed (an evictor unhashes what it
+            // claims under the same lock). An unsettled one is in use: its release finds it
+            // unhashed and drops its count, as after `Held::remove`.
+            if settled_negative(e) {
+                gone += usize::from(evict(t, &mut lock, e, C::EvictShrink, &guard));
+            } else {
+                unhash(t, &mut lock, e, &guard);
+                gone += 1;
+            }
         }
-        if evicted > before {
+        if gone > before {
             retrim(t, &mut lock, &guard);
         }
     }
-    evicted
+    gone
 }
 
 /// Where the next LRU scan starts, so repeated small shrinks visit every shard.
