@@ -17,7 +17,8 @@
 //!
 //! Summary fields: `min_ratio_pool`, `min_ratio_cond_sync`, `stalls`, `max_peak_over_batch`,
 //! `pool_overhead_ns`, plus `gp_latency_us` (median time from `start_poll` to completion with
-//! the reader running) and `work_ns` (the calibrated work unit).
+//! the reader running) and `work_ns` (the work per object the calibration aims at: `work` is
+//! run for as many iterations as took that long, measured before the readers start).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -13,17 +13,21 @@
 //!   udcache does), the locked maps lock once per component (one FUSE LOOKUP each).
 //!
 //! Every map hashes with std's `RandomState` (SipHash-1-3) and is queried with a borrowed
-//! `(parent, &name)` view, so no variant copies or allocates a key. udcache's name table runs
-//! the same SipHash-1-3 on each name and mixes in the parent with two keyed multiplies, and its
-//! walk hashes the next name while the current lookup waits on memory: the same hashing work,
-//! but off the chain of dependent steps, where a map of `(parent, name)` keys cannot take it
-//! (its hash needs the parent, the previous step's answer).
+//! `(parent, &name)` view, so no variant copies or allocates a key. A map hashes its whole key
+//! — the parent, the name's length and the name: 16 bytes more than the name alone — as a
+//! derived `Hash` does; udcache's name table runs SipHash-1-3 on the name alone and mixes in
+//! the parent with two keyed multiplies (its design: see `udcache_neghash::hashing`), and its
+//! walk hashes the next name while the current lookup waits on memory, off the chain of
+//! dependent steps, where a map of `(parent, name)` keys cannot take it (its hash needs the
+//! parent, the previous step's answer). Every variant finds a path's `/`s the same way
+//! (memchr's SSE2 search, as udcache's walk does), so none splits paths faster than another.
 //! Each variant runs with 1 and 2 threads (and more with `--max-threads`), all interleaved round
 //! by round; each thread does the same number of walks over its own random order.
 //!
 //! Summary fields: `ns_per_component` (udcache, 1 thread: wall time per component),
 //! `ratio_vs_papaya_1t` (udcache's ns per component over papaya's, 1 thread: ≤ 1.0 means
-//! udcache is at least as fast), `scaling_2t` (udcache's throughput with 2 threads over
+//! udcache is at least as fast; a time ratio, where `map-lookup`'s field of the same name is
+//! a throughput ratio), `scaling_2t` (udcache's throughput with 2 threads over
 //! 1 thread), `scaling_2t_mutex` (the same for `Mutex<HashMap>`), plus
 //! `ns_per_component_<variant>_<threads>t` for every variant; with `--max-threads`, also
 //! `scaling_<n>t` and `scaling_<n>t_mutex` for each count n above 2. Each variant's row also
@@ -153,13 +157,31 @@ fn build(variant: &str, entries: &[(u64, String, u64, bool)]) -> Tree {
     }
 }
 
+/// The offset of the first `/` in `s`, found as udcache's walk finds it: on x86-64, memchr's
+/// SSE2 search called directly (no dispatch through a function pointer per call).
+#[inline]
+fn find_slash(s: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(sse2) = memchr::arch::x86_64::sse2::memchr::One::new(b'/') {
+        return sse2.find(s);
+    }
+    memchr::memchr(b'/', s)
+}
+
 /// Walks `path` component by component with `step` (one map lookup); the leaf's ino.
 fn walk_by_component(path: &str, mut step: impl FnMut(&dyn KeyView) -> Option<u64>) -> u64 {
-    let mut cur = ROOT_INO;
-    for c in path.as_bytes().split(|&b| b == b'/') {
+    let (mut cur, mut rest) = (ROOT_INO, path.as_bytes());
+    loop {
+        let (c, next) = match find_slash(rest) {
+            Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+            None => (rest, None),
+        };
         cur = step(&(cur, c)).expect("every path is cached");
+        match next {
+            Some(n) => rest = n,
+            None => return cur,
+        }
     }
-    cur
 }
 
 /// Resolves `paths[order[i]]` for every i; returns the sum of the leaf inos (kept, so no walk

@@ -10,7 +10,8 @@
 //! maps run at (papaya and hashbrown keep at most 7/8 of their slots full), so every map
 //! spends about the same memory on its table.
 //!
-//! Summary fields: `ratio_vs_papaya_1t`, `ratio_vs_papaya_2t` (NegHash lookups/s over papaya's),
+//! Summary fields: `ratio_vs_papaya_1t`, `ratio_vs_papaya_2t` (NegHash lookups/s over papaya's: a
+//! throughput ratio, where `lookup`'s field of the same name is a time ratio),
 //! `scaling_2t` (NegHash 2-thread over 1-thread), plus `mops_<variant>_<threads>t`; with
 //! `--max-threads`, `mops_neghash_<n>t` and `scaling_<n>t` for each count n above 2.
 

@@ -2,10 +2,12 @@
 //!
 //! Names are formatted as `dcache_stress.c` does (`%08x%08x`: iteration, index); each is looked
 //! up once, missed, inserted as a negative entry and released. In the touch-twice form (`-s`)
-//! each name is then looked up again, which sets its referenced bit — the form that defeats the
-//! 2020 rule. Three tables, same sizes: `unbounded` (no trimming), `rule1` (the 2020 rule),
-//! `full` (rule 1 and the per-bucket cap). 2^16 buckets, 16 iterations × 2^20 names
-//! (`--quick`: 2^12 buckets, 8 × 2^15). Rows: entries per bucket after each iteration.
+//! each name is then touched again the same way: a hit sets its referenced bit — the form that
+//! defeats the 2020 rule — and a miss (the trimming rules took the entry as it was released)
+//! inserts it again, as a second `stat` would (rows: `second_touch_hits`). Three tables, same
+//! sizes: `unbounded` (no trimming), `rule1` (the 2020 rule), `full` (rule 1 and the
+//! per-bucket cap). 2^16 buckets, 16 iterations × 2^20 names (`--quick`: 2^12 buckets,
+//! 8 × 2^15). Rows: entries per bucket after each iteration.
 //!
 //! A table whose chains grow without bound makes every lookup and insert walk them: at the full
 //! size the unbounded variants reach hundreds of entries per chain and each name costs
@@ -22,10 +24,10 @@
 
 use std::time::{Duration, Instant};
 
-use udcache_neghash::{Config, NegHash, epoch};
+use udcache_neghash::{Config, NegHash, Stats, epoch};
 
 use crate::Options;
-use crate::alloc_count::{live_bytes, settled_live_bytes};
+use crate::alloc_count::settled_live_bytes;
 use crate::report::{Report, Row};
 
 const CAP: usize = 6;
@@ -51,42 +53,57 @@ fn flood(
     names: u32,
     budget: Duration,
 ) -> (f64, f64) {
+    // Each iteration's figures, kept in room taken before the measurement starts (the rows are
+    // made after it ends, so that they are not counted as the table's).
+    let mut after: Vec<(Stats, u64, f64)> = Vec::with_capacity(iterations as usize);
+    let mut name = String::with_capacity(16);
     let before = settled_live_bytes();
     let table: NegHash<()> = NegHash::new(config(variant, buckets));
     let start = Instant::now();
-    let mut name = String::with_capacity(16);
+    let mut second_hits = 0u64;
     for it in 0..iterations {
         for i in 0..names {
             use std::fmt::Write;
             name.clear();
             write!(name, "{it:08x}{i:08x}").unwrap();
             let guard = epoch::pin();
-            if table.lookup(&guard, 1, name.as_bytes()).is_none() {
-                drop(table.insert(1, name.as_bytes(), true, ()));
-            }
-            if twice {
-                table.lookup(&guard, 1, name.as_bytes());
+            // A stat: a hit, or a miss that inserts the name as a negative entry.
+            let touch = || {
+                let hit = table.lookup(&guard, 1, name.as_bytes()).is_some();
+                if !hit {
+                    drop(table.insert(1, name.as_bytes(), true, ()));
+                }
+                hit
+            };
+            touch();
+            if twice && touch() {
+                second_hits += 1;
             }
         }
-        let s = table.stats();
-        report.row(
-            Row::new()
-                .with("variant", variant)
-                .with("form", if twice { "twice" } else { "once" })
-                .with("iteration", u64::from(it))
-                .with("entries", s.entries)
-                .with("per_bucket", s.per_bucket())
-                .with("evicted_rule1", s.evicted_rule1)
-                .with("evicted_rule2", s.evicted_rule2)
-                .with("seconds", start.elapsed().as_secs_f64())
-                .with("finished", it + 1 == iterations || start.elapsed() <= budget),
-        );
+        after.push((table.stats(), second_hits, start.elapsed().as_secs_f64()));
         if start.elapsed() > budget {
             break;
         }
     }
     let s = table.stats();
-    let bytes = (live_bytes() - before) as f64 / s.entries.max(1) as f64;
+    let bytes = (settled_live_bytes() - before) as f64 / s.entries.max(1) as f64;
+    drop(table);
+    for (it, (s, second_hits, seconds)) in after.into_iter().enumerate() {
+        let mut row = Row::new()
+            .with("variant", variant)
+            .with("form", if twice { "twice" } else { "once" })
+            .with("iteration", it)
+            .with("entries", s.entries)
+            .with("per_bucket", s.per_bucket())
+            .with("evicted_rule1", s.evicted_rule1)
+            .with("evicted_rule2", s.evicted_rule2)
+            .with("seconds", seconds)
+            .with("finished", it + 1 == iterations as usize || seconds <= budget.as_secs_f64());
+        if twice {
+            row = row.with("second_touch_hits", second_hits);
+        }
+        report.row(row);
+    }
     (s.per_bucket(), bytes)
 }
 

@@ -15,7 +15,8 @@
 //! - default: each name is looked up (the C tool's `access`) — a miss, so the filesystem is
 //!   asked and the answer ("no such file") cached as a negative dentry;
 //! - `-s`: each name is looked up twice (the second lookup hits the negative dentry and sets
-//!   its referenced bit: the form that defeated the 2020 rule);
+//!   its referenced bit: the form that defeated the 2020 rule; or, if the trimming rules took
+//!   the dentry as it was released, misses and asks the filesystem again);
 //! - `-o <dir>`: each name is also looked up in the directory `<dir>` (made at the root);
 //! - `-u`: each name is created and unlinked (mknod, unlink, and the kernel's forget of the
 //!   inode), leaving a negative dentry;
