@@ -123,13 +123,13 @@ impl Dcache {
 
     /// Tells the cache that directory `dir` changed behind it, or reports its verifier
     /// (change attribute) from a getattr reply (those of [`Dcache::readdir`]'s fills the cache
-    /// reports itself): `Some(v)` equal to the last one
-    /// reported changes nothing (a load and a compare); anything else (`None`: changed, new
-    /// verifier unknown) bumps the directory's generation — negative dentries filled before
-    /// are no longer trusted from then on (see [`crate::reval`]) — and marks its listing's
-    /// pages stale. Both are lazy: nothing is walked or freed here. Positive dentries are
-    /// untouched (their timeouts govern them): for a name that went away or changed, call
-    /// [`Dcache::invalidate`] after this (see [`crate::reval`]).
+    /// reports itself): `Some(v)` equal to the last one reported changes nothing (a load and
+    /// a compare); anything else (`None`: changed, new verifier unknown) bumps the directory's
+    /// generation — negative dentries filled before are no longer trusted from then on (see
+    /// [`crate::reval`]) — and marks its listing's pages stale. Both are lazy: nothing is
+    /// walked or freed here. Positive dentries are untouched (their timeouts govern them): for
+    /// a name that went away or changed, call [`Dcache::invalidate`] after this (see
+    /// [`crate::reval`]).
     ///
     /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`].
     ///
