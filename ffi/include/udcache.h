@@ -760,9 +760,10 @@ void udc_config_init(struct udc_config *cfg);
  * (relaxed) channel may still be refused with `-EBADF` there.
  *
  * Returns 0, or `-EINVAL` (`out` NULL; `cfg->size` smaller than this library's
- * `sizeof(struct udc_config)`; an unknown `unlink_policy`; a size over 2^28), `-ENOMEM` (the
- * tables for that size, allocated now, do not fit: 32 bytes per expected entry, each table
- * rounded up to a power of two), `-EMFILE` (1024 caches are live already), with `*out` unchanged.
+ * `sizeof(struct udc_config)`; an unknown `unlink_policy`; a size over 2^28, or
+ * `readdir_page_entries` over 65536), `-ENOMEM` (the tables for that size, allocated now, do
+ * not fit: 32 bytes per expected entry, each table rounded up to a power of two), `-EMFILE`
+ * (1024 caches are live already), with `*out` unchanged.
  *
  * # Safety
  *
