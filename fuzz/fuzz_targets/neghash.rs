@@ -1,9 +1,12 @@
 //! Fuzz `udcache-neghash`: lookup / insert positive / insert negative / hold / release / flip /
-//! remove / shrink / value write sequences against a `HashMap` model. After every step the
-//! table's own invariants hold (`verify`: at most three unreferenced negatives in a row, at most
-//! `cap` unused negatives per bucket, counters agree), no held entry was evicted, no positive
-//! one but by `shrink` (at least as many went as it reports), and a lookup sees the kind and the value (`read_value`) the model has: the value's sequence
-//! count shares the entry's state word with the flags, and neither may disturb the other.
+//! remove / shrink / purge of one parent's negatives / value write sequences against a
+//! `HashMap` model. After every step the table's own invariants hold (`verify`: at most three
+//! unreferenced negatives in a row, at most `cap` unused negatives per bucket, counters agree),
+//! no held entry was evicted but by a purge of its parent's negatives, no positive one but by
+//! `shrink` (at least as many went as it reports), a purge leaves none of its parent's
+//! negatives and counts every one, and a lookup sees the kind and the value (`read_value`) the
+//! model has: the value's sequence count shares the entry's state word with the flags, and
+//! neither may disturb the other.
 #![no_main]
 
 use std::collections::HashMap;
@@ -22,6 +25,7 @@ enum Op {
     Flip { handle: u8, negative: bool },
     Remove(u8),
     Shrink(u8),
+    Purge(u8),
     Write { handle: u8, value: u64 },
 }
 
@@ -102,6 +106,18 @@ fuzz_target!(|input: Input| {
             }
             Op::Shrink(n) => {
                 shrunk = Some(table.shrink(usize::from(n % 8)));
+            }
+            Op::Purge(p) => {
+                // Every negative of the parent goes, held ones too (they leave the `held` list
+                // checked below: no longer hashed).
+                let parent = u64::from(p % 3);
+                let negatives = model.iter().filter(|(k, m)| k.0 == parent && m.0).count();
+                assert_eq!(table.purge_negatives(&|x| x == parent), negatives, "purge {parent}");
+                model.retain(|k, m| k.0 != parent || !m.0);
+                table.for_each_entry(|e| {
+                    let stayed = e.parent() == parent && e.is_negative();
+                    assert!(!stayed, "a negative of {parent} stayed");
+                });
             }
             Op::Write { handle, value } if !handles.is_empty() => {
                 let (k, h) = &handles[usize::from(handle) % handles.len()];
