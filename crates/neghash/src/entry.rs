@@ -39,9 +39,10 @@
 
 use std::fmt;
 
+use crate::home::Home;
 use crate::name::{NameBuf, same_name};
-use crate::pooled::{EntryRef, Home};
-use crate::sync::{AtomicU32, AtomicUsize, Ordering, fence, spin};
+use crate::pooled::EntryRef;
+use crate::sync::{AtomicU32, Ordering, fence, spin};
 use udcache_rculist::{Adapter, BareLink, HLink};
 
 pub(crate) const NEGATIVE: u32 = 1;
@@ -79,13 +80,18 @@ pub struct Entry<V> {
     value: V,
     name: NameBuf,
     pub(crate) lru: BareLink,
-    /// How many [`EntryRef`]s exist (see `pooled.rs`); only holders touch it. A word, like an
-    /// `Arc`'s: handles may be leaked (`mem::forget` of a `Held`), and a 32-bit count could
-    /// then wrap to a false last reference.
-    pub(crate) strong: AtomicUsize,
-    /// The pool the entry goes back to.
+    /// How many [`EntryRef`]s exist (see `pooled.rs`); only holders touch it. 32 bits, like an
+    /// `Arc`'s on a 32-bit target, and guarded the same way: handles may be leaked
+    /// (`mem::forget` of a `Held`), so a count past `i32::MAX` aborts rather than wrap.
+    pub(crate) strong: AtomicU32,
+    /// The number of the pool the entry goes back to (see `home.rs`).
     pub(crate) home: Home,
 }
+
+// Links 24 bytes, key and parent 16, state, counts and home 16, the name 32: 88 beside the
+// value.
+#[cfg(all(target_pointer_width = "64", not(loom)))]
+const _: () = assert!(size_of::<Entry<()>>() == 88, "an entry grew");
 
 impl<V> Entry<V> {
     pub(crate) fn new(
@@ -95,7 +101,7 @@ impl<V> Entry<V> {
         home: Home,
     ) -> Self {
         Entry {
-            strong: AtomicUsize::new(1),
+            strong: AtomicU32::new(1),
             home,
             chain: HLink::new(),
             lru: BareLink::new(),

@@ -75,6 +75,7 @@
 
 mod entry;
 pub mod hashing;
+mod home;
 mod lru;
 mod name;
 mod pooled;

@@ -1,9 +1,9 @@
 //! Atomics: loom's under `cfg(loom)`, std's otherwise.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicI64, AtomicU32, AtomicUsize, Ordering, fence};
+pub(crate) use loom::sync::atomic::{AtomicI64, AtomicU32, Ordering, fence};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicI64, AtomicU32, AtomicUsize, Ordering, fence};
+pub(crate) use std::sync::atomic::{AtomicI64, AtomicU32, Ordering, fence};
 
 /// One turn of a wait for another thread (a reader retrying while a writer finishes): a spin
 /// hint, or under loom a yield, so that the model lets the writer run.

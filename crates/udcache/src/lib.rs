@@ -154,10 +154,10 @@
 //! (55,986 names) in batches of 20,000, udcache and papaya alternating in one process: 1.3 to
 //! 1.4 times papaya's time per component. Nine tenths of a step's time are two loads that
 //! miss, the bucket head and the dentry's first line; a dentry's hot bytes span two lines
-//! (120-byte entries, the name at offset 56), papaya's node and name about 80 bytes (a cache
+//! (112-byte entries, the name at offset 56), papaya's node and name about 80 bytes (a cache
 //! simulator with a 2 MiB last level: 7.4 misses per walk against papaya's 6.1). Aligning
 //! entries to 64 bytes made no difference that noise did not hide; a one-line dentry for
-//! short names would need its LRU link, counts and pool pointer kept elsewhere. And a tree of
+//! short names would need its LRU link, counts and pool number kept elsewhere. And a tree of
 //! 258 names, which fits in the caches, still walks 0.9 to 1.3 times papaya's time: 18% more
 //! instructions per component (397 against 335, counted on the large tree), the path scanned
 //! twice (checked, then split), and each walk's answer passed back through memory. Not done.
