@@ -115,7 +115,8 @@
 //! (`tests/ops.rs`, `tests/tree.rs`), coalescing with real threads, a rename storm with an
 //! oracle (`tests/storm.rs`), writers against writers with a consistency check of slots,
 //! aliases and children maps (`tests/writers.rs`), loom models of a walk against a rename,
-//! `getattr` against `setattr`, and a lookup against unlink and reuse of its inode number.
+//! `getattr` against `setattr`, a lookup against unlink and reuse of its inode number, and a
+//! walk against the invalidation of its directory (`tests/loom_invalidate.rs`).
 //!
 //! Revalidation and the access cache (issue 11): [`Timeouts`] and a [`clock::Clock`] in
 //! [`Config`]; per-dentry validity ([`Dcache::set_entry_timeout`]); [`Dcache::dir_changed`]

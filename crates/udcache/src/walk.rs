@@ -175,7 +175,10 @@ impl Dcache {
     }
 
     /// The steps validated by the rename sequence, or done again under the rename lock. A
-    /// walk that needs the blocking path returns at once: it will be done again anyway.
+    /// walk that stops for the blocking path is validated too: [`Dcache::walk`] answers it as
+    /// a miss, which must describe one instant, and the blocking path would otherwise ask the
+    /// filesystem of a name in a directory that a rename or an invalidation had taken off the
+    /// path before the walk's next step.
     pub(crate) fn walk_validated<'g>(
         &'g self,
         guard: &'g Guard,
@@ -185,7 +188,7 @@ impl Dcache {
     ) -> Result<Stop<'g>, Error> {
         if let Some(seq) = self.rename.read_begin() {
             let walked = self.walk_steps(guard, checks, (root, path));
-            if matches!(walked, Ok(Stop::Blocked(_))) || self.rename.read_valid(seq) {
+            if self.rename.read_valid(seq) {
                 return walked;
             }
         }
