@@ -82,7 +82,7 @@ pub struct Entry<V> {
     pub(crate) lru: BareLink,
     /// How many [`EntryRef`]s exist (see `pooled.rs`); only holders touch it. 32 bits, like an
     /// `Arc`'s on a 32-bit target, and guarded the same way: handles may be leaked
-    /// (`mem::forget` of a `Held`), so a count past `i32::MAX` aborts rather than wrap.
+    /// (`mem::forget` of a `Held`), so a reference taken past `i32::MAX` aborts rather than wrap.
     pub(crate) strong: AtomicU32,
     /// The number of the pool the entry goes back to (see `home.rs`).
     pub(crate) home: Home,

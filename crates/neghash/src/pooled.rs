@@ -36,8 +36,8 @@
 //! - **Layout.** A cell is exactly an entry (the pool lists parked cells outside them), and
 //!   the count and the pool's number, which only holders touch, sit at the entry's end,
 //!   behind what a lookup reads, in one word: 32 bits each. An entry costs 8 bytes more than
-//!   its key, links and value (an `Arc` would cost 16); a count that would pass `i32::MAX`
-//!   aborts, as an `Arc`'s does on a 32-bit target.
+//!   its key, links and value (an `Arc` would cost 16); a reference taken while the count is
+//!   past `i32::MAX` aborts, as an `Arc`'s does on a 32-bit target.
 
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::Deref;

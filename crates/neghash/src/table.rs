@@ -242,13 +242,20 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     ///
     /// # Panics
     ///
-    /// If its bucket heads cannot be allocated ([`try_new`](Self::try_new) returns the error).
+    /// If its bucket heads cannot be allocated ([`try_new`](Self::try_new) returns the error),
+    /// or as [`try_new`](Self::try_new) panics.
     pub fn new(config: Config) -> Self {
         Self::try_new(config).expect("udcache_neghash: the bucket heads do not fit in memory")
     }
 
     /// An empty table, or the error of allocating its bucket heads (8 bytes a bucket, and 4
     /// more with admission): all of its memory that is allocated up front.
+    ///
+    /// # Panics
+    ///
+    /// If 16,777,216 tables' entry pools are alive already in this process (each pool has a
+    /// number its entries name it by; a pool lives until its table and its last entry are
+    /// gone, and a table leaked with `mem::forget` keeps its number for ever).
     ///
     /// ```
     /// use udcache_neghash::{Config, NegHash};
