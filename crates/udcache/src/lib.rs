@@ -115,8 +115,10 @@
 //! (`tests/ops.rs`, `tests/tree.rs`), coalescing with real threads, a rename storm with an
 //! oracle (`tests/storm.rs`), writers against writers with a consistency check of slots,
 //! aliases and children maps (`tests/writers.rs`), loom models of a walk against a rename,
-//! `getattr` against `setattr`, a lookup against unlink and reuse of its inode number, and a
-//! walk against the invalidation of its directory (`tests/loom_invalidate.rs`).
+//! `getattr` against `setattr`, a lookup against unlink and reuse of its inode number, a
+//! walk against the invalidation of its directory (`tests/loom_invalidate.rs`), and walks
+//! against `shrink` of their path and the last `forget` of their directory, with its number
+//! reused for another file (`tests/loom_reclaim.rs`).
 //!
 //! Revalidation and the access cache (issue 11): [`Timeouts`] and a [`clock::Clock`] in
 //! [`Config`]; per-dentry validity ([`Dcache::set_entry_timeout`]); [`Dcache::dir_changed`]
