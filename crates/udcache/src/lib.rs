@@ -118,7 +118,9 @@
 //! `getattr` against `setattr`, a lookup against unlink and reuse of its inode number, a
 //! walk against the invalidation of its directory (`tests/loom_invalidate.rs`), and walks
 //! against `shrink` of their path and the last `forget` of their directory, with its number
-//! reused for another file (`tests/loom_reclaim.rs`).
+//! reused for another file (`tests/loom_reclaim.rs`), and walks against an exchange and an
+//! instantiation, and two misses of one name making one filesystem call
+//! (`tests/loom_writers.rs`).
 //!
 //! Revalidation and the access cache (issue 11): [`Timeouts`] and a [`clock::Clock`] in
 //! [`Config`]; per-dentry validity ([`Dcache::set_entry_timeout`]); [`Dcache::dir_changed`]
