@@ -4,23 +4,14 @@
 //! `cargo test --release -p udcache --test loom_invalidate`
 #![cfg(loom)]
 
+mod loom_common;
+
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use loom::sync::atomic::{AtomicBool, Ordering};
-use udcache::{Config, Dcache, FileType, InodeSpec, Lookup, ROOT_INO, Walk, epoch};
-
-fn builder(preemptions: usize) -> loom::model::Builder {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b.max_branches = 20_000;
-    b
-}
-
-/// One bucket per table, so that every execution touches the same atomics.
-fn loom_config() -> Config {
-    Config::for_entries(16).with_buckets(1)
-}
+use loom_common::{builder, bump, counts, loom_config};
+use udcache::{Dcache, FileType, InodeSpec, Lookup, ROOT_INO, Walk, epoch};
 
 /// What a walk of `a/b` may answer while `a` (directory 2, with `a/b` file 3 below it) is
 /// invalidated.
@@ -102,12 +93,12 @@ fn walk_vs_invalidate_of_its_directory() {
             Seen::Before => 0,
             Seen::Gone => 1,
         };
-        OUTCOMES[outcome].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        bump(&OUTCOMES[outcome]);
         if fell_back {
-            OUTCOMES[2].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            bump(&OUTCOMES[2]);
         }
     });
-    let counts = OUTCOMES.each_ref().map(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+    let counts = counts(&OUTCOMES);
     let [found, gone, fell_back] = counts;
     assert!(found > 0 && gone > 0 && fell_back > 0, "found, gone, fallbacks: {counts:?}");
 }

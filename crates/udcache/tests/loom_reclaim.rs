@@ -5,23 +5,14 @@
 //! `cargo test --release -p udcache --test loom_reclaim`
 #![cfg(loom)]
 
+mod loom_common;
+
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use loom::sync::atomic::{AtomicBool, Ordering};
-use udcache::{Child, Config, Dcache, FileType, InodeSpec, Lookup, ROOT_INO, Walk, epoch};
-
-fn builder(preemptions: usize) -> loom::model::Builder {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b.max_branches = 20_000;
-    b
-}
-
-/// One bucket per table, so that every execution touches the same atomics.
-fn loom_config() -> Config {
-    Config::for_entries(16).with_buckets(1)
-}
+use loom_common::{builder, bump, counts, loom_config};
+use udcache::{Child, Dcache, FileType, InodeSpec, Lookup, ROOT_INO, Walk, epoch};
 
 /// Directory `a`, inode 2.
 const DIR_A: InodeSpec = InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 20 };
@@ -149,12 +140,12 @@ fn walk_vs_shrink_of_its_path() {
             Seen::MissAtA => 1,
             _ => 2,
         };
-        OUTCOMES[outcome].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        bump(&OUTCOMES[outcome]);
         if a {
-            OUTCOMES[3].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            bump(&OUTCOMES[3]);
         }
     });
-    let counts = OUTCOMES.each_ref().map(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+    let counts = counts(&OUTCOMES);
     assert!(counts.iter().all(|&c| c > 0), "found, miss at a, at b, a kept: {counts:?}");
 }
 
@@ -203,12 +194,12 @@ fn walk_vs_last_forget_of_its_directory() {
         assert_eq!(stats, (0, 0, 0, 2, 1), "{s:?}");
         cache.verify().unwrap();
         let outcome = if seen == Seen::Found { 0 } else { 1 };
-        OUTCOMES[outcome].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        bump(&OUTCOMES[outcome]);
         if fell_back {
-            OUTCOMES[2].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            bump(&OUTCOMES[2]);
         }
     });
-    let counts = OUTCOMES.each_ref().map(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+    let counts = counts(&OUTCOMES);
     assert!(counts.iter().all(|&c| c > 0), "found, gone, fallbacks: {counts:?}");
 }
 
@@ -272,13 +263,13 @@ fn walk_vs_last_forget_and_reuse_of_its_number() {
         let stats = (s.nr_dentry, s.nr_negative, s.nr_unused, s.nr_inodes, s.rename_sections);
         assert_eq!(stats, (1, 0, 1, 3, 1), "{s:?}");
         cache.verify().unwrap();
-        OUTCOMES[outcome].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        bump(&OUTCOMES[outcome]);
         for (happened, i) in [(fell_back, 3), (s.inodes_recycled > 0, 4)] {
             if happened {
-                OUTCOMES[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                bump(&OUTCOMES[i]);
             }
         }
     });
-    let counts = OUTCOMES.each_ref().map(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+    let counts = counts(&OUTCOMES);
     assert!(counts.iter().all(|&c| c > 0), "old, gone, new, fallbacks, recycled: {counts:?}");
 }

@@ -7,26 +7,21 @@
 //! "after the change": from then on it must never trust what was true before.
 #![cfg(loom)]
 
+mod loom_common;
+
 use std::sync::Arc;
 
 use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use loom_common::{builder, loom_config};
 use udcache::{
-    Blocked, Config, Cred, Dcache, FileType, Filesystem, InodeSpec, Lookup, Mask, ROOT_INO, Reason,
-    epoch,
+    Blocked, Cred, Dcache, FileType, Filesystem, InodeSpec, Lookup, Mask, ROOT_INO, Reason, epoch,
 };
 
 const DIR: u64 = 2;
 
-fn builder(preemptions: usize) -> loom::model::Builder {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b.max_branches = 20_000;
-    b
-}
-
-/// One bucket per table, so that every execution touches the same atomics.
+/// A cache holding directory `d` and a negative `d/x` filled at its current generation.
 fn cache_with_negative() -> Arc<Dcache> {
-    let cache = Arc::new(Dcache::new(Config::for_entries(16).with_buckets(1)));
+    let cache = Arc::new(Dcache::new(loom_config()));
     cache
         .add(ROOT_INO, b"d", InodeSpec { ino: DIR, kind: FileType::Directory, fs_data: 0 })
         .unwrap();

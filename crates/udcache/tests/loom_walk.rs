@@ -2,23 +2,13 @@
 //! `RUSTFLAGS="--cfg loom --cfg crossbeam_loom" CARGO_TARGET_DIR=target/loom cargo test --release -p udcache --test loom_walk`
 #![cfg(loom)]
 
+mod loom_common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use udcache::{Attr, Config, Dcache, FileType, InodeSpec, ROOT_INO, RenameMode, Walk, epoch};
-
-fn builder(preemptions: usize) -> loom::model::Builder {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b.max_branches = 20_000;
-    b
-}
-
-/// One bucket per table: the tables' random hash keys then pick nothing, so every execution
-/// of a model touches the same atomics (loom needs a deterministic model).
-fn loom_config() -> Config {
-    Config::for_entries(16).with_buckets(1)
-}
+use loom_common::{builder, loom_config};
+use udcache::{Attr, Dcache, FileType, InodeSpec, ROOT_INO, RenameMode, Walk, epoch};
 
 fn found(cache: &Dcache, path: &str) -> Option<u64> {
     let guard = epoch::pin();

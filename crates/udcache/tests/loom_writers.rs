@@ -5,39 +5,20 @@
 //! `cargo test --release -p udcache --test loom_writers`
 #![cfg(loom)]
 
+mod loom_common;
+
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use loom::sync::atomic::{AtomicBool, Ordering};
+use loom_common::{builder, bump, counts, loom_config};
 use udcache::{
-    Child, Config, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, RenameMode, Resolved, Walk,
-    epoch,
+    Child, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, RenameMode, Resolved, Walk, epoch,
 };
-
-fn builder(preemptions: usize) -> loom::model::Builder {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b.max_branches = 20_000;
-    b
-}
-
-/// One bucket per table, so that every execution touches the same atomics.
-fn loom_config() -> Config {
-    Config::for_entries(16).with_buckets(1)
-}
 
 /// Inode `ino`, its data `10 × ino` (so that a reader can tell a torn or recycled one).
 fn spec(ino: u64, kind: FileType) -> InodeSpec {
     InodeSpec { ino, kind, fs_data: ino * 10 }
-}
-
-/// Counts, across a model's executions, how often each outcome happened.
-fn bump(counter: &AtomicUsize) {
-    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-}
-
-fn counts<const N: usize>(counters: &[AtomicUsize; N]) -> [usize; N] {
-    counters.each_ref().map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 /// What a walk of `path` answered: `Ok(ino)` for a found inode, checked whole (the number and
