@@ -755,16 +755,13 @@ fn free_spares<T>(runs: &Runs, spares: Vec<NonNull<Slot<T>>>) -> usize {
     n
 }
 
-/// The default fresh run: as many `T`s as fit in a 4 KiB page, at least 1, at most 32.
-#[cfg(not(loom))]
+/// The default fresh run: as many `T`s as fit in a 4 KiB page, at least 1, at most 32; under
+/// loom, one object at a time keeps the models small.
 fn page_run<T>() -> usize {
+    if cfg!(loom) {
+        return 1;
+    }
     (4096 / std::mem::size_of::<Slot<T>>().max(1)).clamp(1, 32)
-}
-
-/// Under loom, one object at a time keeps the models small.
-#[cfg(loom)]
-fn page_run<T>() -> usize {
-    1
 }
 
 #[cfg(not(loom))]
