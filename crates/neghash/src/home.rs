@@ -14,14 +14,13 @@
 //!   drop); the smallest free number is reused first, so a process that makes and drops
 //!   tables keeps using its first chunk. A number's owner points its slot at the pool
 //!   ([`Registered::point_at`]) before any entry carries it.
-//! - **Orderings.** A chunk is published with a `Release` compare-exchange and read with
-//!   `Acquire` (pairs with it: its null slots are seen initialised). A slot is written and
-//!   read with `Relaxed`: a thread that reads it holds a count of an entry made with that
-//!   number, and the entry's making happened after `point_at` (the number was read from the
-//!   table that registered it, in the same thread or one the table was handed to) and before
-//!   the reader's count (the count's own `Release`/`Acquire` chain), so the store is visible;
-//!   a number is taken back only when its pool is dropped, after the last entry that carries
-//!   it is freed.
+//! - **Orderings.** A chunk is made under the mutex, published with a `Release` store and read with
+//!   `Acquire` (pairs with it: its null slots are seen initialised). A slot is written and read
+//!   with `Relaxed`: a thread that reads it holds a count of an entry made with that number, and
+//!   the entry's making happened after `point_at` (the number was read from the table that
+//!   registered it, in the same thread or one the table was handed to) and before the reader's
+//!   count (the count's own `Release`/`Acquire` chain), so the store is visible; a number is taken
+//!   back only when its pool is dropped, after the last entry that carries it is freed.
 //! - **Limits.** At most `CHUNKS × CHUNK` (16,777,216) tables live at once; the next one
 //!   panics. Under loom the registry is plain std (it is not part of any modelled protocol:
 //!   a model's entries never go back to their pool, see `pooled.rs`).
@@ -124,8 +123,16 @@ impl Registry {
                 free.1 - 1
             }
         };
-        // Allocates the number's chunk now, under the lock, if it is the first of it.
-        self.slot(n);
+        // The number's chunk, made now (under the lock, so by one thread) if it is its first:
+        // a lookup only ever reads the chunks of numbers handed out.
+        let chunk = &self.chunks[n as usize / CHUNK];
+        // Relaxed: chunks are stored only under this lock, which orders this load after them.
+        if chunk.load(Ordering::Relaxed).is_null() {
+            let fresh = Box::into_raw(Box::new([const { AtomicPtr::new(null_mut()) }; CHUNK]));
+            // Release: pairs with the Acquire in `slot` (the fresh chunk's slots are
+            // initialised before a thread that reads the pointer reads them).
+            chunk.store(fresh, Ordering::Release);
+        }
         Registered { home: Home(n), registry: self }
     }
 
@@ -135,29 +142,13 @@ impl Registry {
         p
     }
 
-    /// The slot of number `n`, its chunk allocated if it is the first of it to be needed.
+    /// The slot of number `n`, a number handed out (so its chunk exists).
     fn slot(&self, n: u32) -> &AtomicPtr<()> {
         let (c, i) = (n as usize / CHUNK, n as usize % CHUNK);
-        // Acquire: pairs with the Release exchange below (the chunk's slots are initialised).
-        let mut chunk = self.chunks[c].load(Ordering::Acquire);
-        if chunk.is_null() {
-            let fresh = Box::into_raw(Box::new([const { AtomicPtr::new(null_mut()) }; CHUNK]));
-            // Release: publishes the fresh chunk's slots; Acquire on failure: pairs with the
-            // winner's Release.
-            chunk = match self.chunks[c].compare_exchange(
-                null_mut(),
-                fresh,
-                Ordering::Release,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => fresh,
-                Err(theirs) => {
-                    // SAFETY: `fresh` came from `Box::into_raw` above and was never shared.
-                    drop(unsafe { Box::from_raw(fresh) });
-                    theirs
-                }
-            };
-        }
+        // Acquire: pairs with the Release store in `register` (the chunk's slots are
+        // initialised).
+        let chunk = self.chunks[c].load(Ordering::Acquire);
+        assert!(!chunk.is_null(), "a number never handed out");
         // SAFETY: a non-null chunk pointer came from `Box::into_raw` and is never freed (a
         // registry's chunks live as long as it, and registries are `'static`).
         let chunk = unsafe { &*chunk };
