@@ -662,7 +662,8 @@ static void test_resolve(void) {
 
 typedef struct {
     int calls;
-    int mode;          /* 0: normal; 1: forget udc_fill_done; 2: fail with -EACCES */
+    int mode;          /* 0: normal; 1: forget udc_fill_done; 2: fail with -EACCES; 3: the
+                          directory is gone (-ESTALE) */
     int fill_checks;   /* refusals udc_fill_add/done gave as expected, inside the callback */
     int enospc;        /* udc_fill_add refused an entry past max */
 } dir_state;
@@ -676,6 +677,8 @@ static int fs_readdir(void *ctx, uint64_t dir, uint64_t cookie, size_t max, udc_
         return -EIO;
     if (st->mode == 2)
         return -EACCES;
+    if (st->mode == 3)
+        return -ESTALE;
     if (cookie > NDIR)
         return -EINVAL; /* never issued: cannot resume there */
     /* The fill refuses bad entries and changes nothing. */
@@ -827,6 +830,13 @@ static void test_readdir(void) {
     CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 16, &n), -EIO);
     st.mode = 2;
     CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 16, &n), -EACCES);
+    /* -ESTALE from the start of the directory: the directory is gone, not a bad cookie (the
+     * cache asks at cookie 0 itself); from a cookie the cache does not hold, a bad cookie. */
+    st.mode = 3;
+    n = 99;
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 16, &n), -ESTALE);
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 12345, d, 16, &n), -EINVAL);
+    CHECK_EQ(n, 99);
     st.mode = 0;
     memset(seen, 0, sizeof seen);
     CHECK_EQ(list(c, UDC_ROOT_INO, 0, 16, seen, &batches), 1);

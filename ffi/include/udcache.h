@@ -342,8 +342,9 @@ typedef int (*udc_lookup_fn)(void *ctx,
  * The filesystem's directory listing, called by `udc_readdir` for ranges the cache lacks:
  * append up to `max` entries that follow `cookie` (0 = the start) with `udc_fill_add`, then
  * call `udc_fill_done`; return 0 or `-errno`. Return `-EINVAL` or `-ESTALE` for a cookie it
- * cannot resume at (reported by `udc_readdir` as a bad cookie, `-EINVAL`). The cookies it
- * issues must be non-zero.
+ * cannot resume at (reported by `udc_readdir` as a bad cookie, `-EINVAL`); at cookie 0 they
+ * are returned as they are (`-ESTALE`: the directory is gone). The cookies it issues must
+ * be non-zero.
  */
 typedef int (*udc_readdir_fn)(void *ctx,
                               uint64_t dir,
@@ -1021,7 +1022,8 @@ int udc_shrink(struct udc_cache *cache, size_t n);
  *
  * Returns 1 at the end of the directory, 0 if more may follow, or `-EINVAL` (NULL pointer;
  * `max` 0, or `max * sizeof(struct udc_dirent)` over `PTRDIFF_MAX`; a cookie never issued
- * that the callback cannot resume at), `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-ENOSYS`
+ * that the callback cannot resume at), `-ESTALE` (`dir` not cached, or the callback's
+ * `-ESTALE` at cookie 0: the directory is gone), `-ENOTDIR`, `-ENOSYS`
  * (no readdir callback), `-ELOOP` (the callback repeated a cookie or returned 0, gave an
  * empty batch that is not the end, or its batches lead round in a cycle), `-EIO` (the
  * callback broke its contract), the callback's own `-errno`, `-EBADF`.

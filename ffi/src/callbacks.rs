@@ -52,8 +52,9 @@ pub type udc_lookup_fn = Option<
 /// The filesystem's directory listing, called by `udc_readdir` for ranges the cache lacks:
 /// append up to `max` entries that follow `cookie` (0 = the start) with `udc_fill_add`, then
 /// call `udc_fill_done`; return 0 or `-errno`. Return `-EINVAL` or `-ESTALE` for a cookie it
-/// cannot resume at (reported by `udc_readdir` as a bad cookie, `-EINVAL`). The cookies it
-/// issues must be non-zero.
+/// cannot resume at (reported by `udc_readdir` as a bad cookie, `-EINVAL`); at cookie 0 they
+/// are returned as they are (`-ESTALE`: the directory is gone). The cookies it issues must
+/// be non-zero.
 pub type udc_readdir_fn = Option<
     unsafe extern "C" fn(
         ctx: *mut c_void,

@@ -115,7 +115,11 @@ pub(crate) fn call_readdir(
         }),
         // Returned success without udc_fill_done: a broken contract.
         (0, None) => Err(FillError::Io(libc::EIO)),
-        (r, _) if r == -libc::EINVAL || r == -libc::ESTALE => Err(FillError::UnknownCookie),
+        // Cookie 0 is always valid: there `-ESTALE` says the directory itself is gone, and is
+        // returned as it is (as `-EINVAL` is, both through `Io`).
+        (r, _) if cookie != 0 && (r == -libc::EINVAL || r == -libc::ESTALE) => {
+            Err(FillError::UnknownCookie)
+        }
         (r, _) => Err(FillError::Io(callback_errno(r))),
     }
 }
@@ -129,7 +133,8 @@ pub(crate) fn call_readdir(
 ///
 /// Returns 1 at the end of the directory, 0 if more may follow, or `-EINVAL` (NULL pointer;
 /// `max` 0, or `max * sizeof(struct udc_dirent)` over `PTRDIFF_MAX`; a cookie never issued
-/// that the callback cannot resume at), `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-ENOSYS`
+/// that the callback cannot resume at), `-ESTALE` (`dir` not cached, or the callback's
+/// `-ESTALE` at cookie 0: the directory is gone), `-ENOTDIR`, `-ENOSYS`
 /// (no readdir callback), `-ELOOP` (the callback repeated a cookie or returned 0, gave an
 /// empty batch that is not the end, or its batches lead round in a cycle), `-EIO` (the
 /// callback broke its contract), the callback's own `-errno`, `-EBADF`.
