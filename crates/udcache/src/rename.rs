@@ -28,7 +28,9 @@
 //! - Orderings are those of a fence-based seqlock (see [`crate::attr`]): the writer stores the
 //!   odd value, then a Release fence, then its changes; the reader loads `seq` with Acquire,
 //!   walks, then an Acquire fence and a Relaxed reload. If the walk read any change a section
-//!   made, the fences synchronise and the reload sees the section.
+//!   made, the fences synchronise and the reload sees the section. `mod loom_models` checks
+//!   each of the four with the count alone (the cache's own models pin epochs, whose fences
+//!   would hide a weakened one).
 
 use udcache_neghash::epoch::Guard;
 
@@ -321,5 +323,74 @@ impl crate::Dcache {
             _ if mode == RenameMode::Exchange => Err(Error::NotFound),
             _ => Ok(true),
         }
+    }
+}
+
+/// A loom model of the sequence count alone, its data two plain atomics: in the models of
+/// `tests/loom_*.rs` walks and writers also pin epochs and take locks, which hide a weakened
+/// ordering here. Each of the four orderings of the rules (the odd store's Release fence, the
+/// closing Release store, `read_begin`'s Acquire, `read_valid`'s Acquire fence) weakened by
+/// one step makes it fail. Run with `RUSTFLAGS="--cfg loom --cfg crossbeam_loom"
+/// cargo test --release -p udcache --lib -- loom_`.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use loom::sync::Arc;
+
+    use super::RenameSeq;
+    use crate::sync::{AtomicU64, Ordering};
+
+    /// A directory's place: `(at_a, at_b)`, 1 where it is. A section moves it from `a` to
+    /// `b`, setting `b` before clearing `a`, so between the stores it is in both places.
+    struct Place {
+        seq: RenameSeq,
+        at_a: AtomicU64,
+        at_b: AtomicU64,
+    }
+
+    impl Place {
+        fn new() -> Arc<Self> {
+            Arc::new(Place {
+                seq: RenameSeq::new(),
+                at_a: AtomicU64::new(1),
+                at_b: AtomicU64::new(0),
+            })
+        }
+
+        /// The move, inside one section.
+        fn move_to_b(&self) {
+            let _section = self.seq.write();
+            // Relaxed: the section's fences order these (what the model checks).
+            self.at_b.store(1, Ordering::Relaxed);
+            self.at_a.store(0, Ordering::Relaxed);
+        }
+
+        /// A walker's view of the place, if it validates.
+        fn read(&self) -> Option<(u64, u64)> {
+            let s = self.seq.read_begin()?;
+            // Relaxed: the walker's loads; the sequence count validates them.
+            let a = self.at_a.load(Ordering::Relaxed);
+            let b = self.at_b.load(Ordering::Relaxed);
+            self.seq.read_valid(s).then_some((a, b))
+        }
+    }
+
+    /// A walker that validates saw the directory in exactly one place: before the move or
+    /// after it, never in both or neither. The walker runs on a thread of its own: on the
+    /// model's main thread, loom never ran it after the whole section (so a Relaxed closing
+    /// store passed).
+    #[test]
+    fn loom_validated_walks_see_one_place() {
+        loom::model(|| {
+            let place = Place::new();
+            let writer = {
+                let place = place.clone();
+                loom::thread::spawn(move || place.move_to_b())
+            };
+            let reader = loom::thread::spawn(move || place.read());
+            if let Some((a, b)) = reader.join().unwrap() {
+                assert!((a, b) == (1, 0) || (a, b) == (0, 1), "a mixture validated: {a} {b}");
+            }
+            writer.join().unwrap();
+        });
     }
 }
