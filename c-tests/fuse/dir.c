@@ -150,13 +150,18 @@ int udcfs_readdir_fill(void *ctx, uint64_t dir, uint64_t cookie, size_t max, udc
 	struct udcfs *fs = ctx;
 	const struct dir_handle *h = tls_dir;
 
-	if (h && h->ino == dir)
-		return fill_from(h->fd, cookie, max, fill);
-	int fd = openat(node_of(fs, dir)->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int r = fill_from(fd, cookie, max, fill);
-	close(fd);
+	int r;
+
+	if (h && h->ino == dir) {
+		r = fill_from(h->fd, cookie, max, fill);
+	} else {
+		int fd = openat(node_of(fs, dir)->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		r = fill_from(fd, cookie, max, fill);
+		close(fd);
+	}
+	attr_read(fs, dir); /* getdents may have moved the directory's atime */
 	return r;
 }
 

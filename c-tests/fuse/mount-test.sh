@@ -3,9 +3,10 @@
 # Run by scripts/test.sh (the README's test command) and CI.
 #
 #   1. tools: mkdir -p, touch, ln, ln -s, mv, cp -r, chmod, truncate, mkfifo, rm, rm -rf, rmdir,
-#      renameat2 (exchange, noreplace), ls -l, find, stat: the same script runs directly in the
-#      backing directory and through udcfs; the transcripts must match, and what udcfs shows must
-#      match its backing directory (inode numbers and times included).
+#      renameat2 (exchange, noreplace), dd with O_DIRECT, ls -l, find, stat: the same script
+#      runs directly in the backing directory and through udcfs; the transcripts must match, and
+#      what udcfs shows must match its backing directory (inode numbers and times included,
+#      and the atime right after a read).
 #   2. users (as root): the same with several users and groups (setpriv), on a mount with
 #      allow_other,default_permissions: permissions, sticky and setgid directories, ownership.
 #   3. concurrent: four processes race creates, mkdirs, symlinks, links, renames (plain,
@@ -166,6 +167,8 @@ tools_build() {
 	step mv deep a/c2/
 	step cat a/b/f3new a/b/sym
 	step cmp -n 100 a/c2/f2 /dev/zero
+	step dd if=/dev/zero of=a/direct bs=4096 count=2 oflag=direct status=none
+	step dd if=a/direct of=/dev/null bs=4096 iflag=direct status=none
 	step stat -c '%F %s %h %a' a a/b a/c2 a/fifo a/b/sym a/b/f3new a/c2/deep/1/2/3/4/5/6/7/8
 	step ls -lR --time-style=+ a copy
 	step mkdir a/many
@@ -203,6 +206,16 @@ same_both_ways tools tools_build direct viafs
 diff -u "$WORK/teardown.direct" "$WORK/teardown.viafs" ||
 	fail "tools: teardown differs (diff above)"
 [ -z "$(ls -A "$SRC/viafs")" ] || fail "tools: rm -rf through udcfs left files in the backing directory"
+# A read moves the backing atime (relatime: it was not after the mtime); the kernel then asks
+# udcfs for it afresh, and udcfs must not answer with the atime it cached before the read.
+echo text >"$MNT/atime"
+touch -d '2001-01-01' "$MNT/atime"
+stat -c %X "$MNT/atime" >/dev/null
+cat "$MNT/atime" >/dev/null
+atime_mnt=$(stat -c %X "$MNT/atime") atime_src=$(stat -c %X "$SRC/atime")
+[ "$atime_mnt" = "$atime_src" ] ||
+	fail "tools: after a read udcfs shows atime $atime_mnt, the backing file has $atime_src"
+rm "$MNT/atime"
 say "tools: $(grep -c ' => ' "$WORK/tools.direct") commands, same results directly and through udcfs; $(wc -l <"$WORK/snap.mount") files as stat sees them, same as the backing directory ($(elapsed "$t"))"
 
 # ---- 2. users ----

@@ -53,6 +53,7 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static uint64_t mix64(uint64_t x)
@@ -485,6 +486,31 @@ void attr_stale(struct udcfs *fs, fuse_ino_t ino)
 	static const udc_attr none;
 	atomic_fetch_add(&node_of(fs, ino)->attr_ver, 1);
 	udc_setattr(fs->cache, ino, &none, 0);
+}
+
+static int ts_cmp(int64_t s1, uint32_t ns1, int64_t s2, uint32_t ns2)
+{
+	return s1 != s2 ? (s1 < s2 ? -1 : 1) : (ns1 != ns2 ? (ns1 < ns2 ? -1 : 1) : 0);
+}
+
+/*
+ * A read of the backing inode updates its atime as the backing mount's relatime rule says
+ * (atime not after mtime or ctime, or a day old), and the kernel, after a read, asks for the
+ * atime afresh rather than trust its copy: so expire the cached attributes whenever that rule
+ * may have moved the atime (or none are cached: a getattr in flight may be caching the old
+ * one). While the atime is recent, a read costs one cache lookup and changes nothing.
+ */
+void attr_read(struct udcfs *fs, fuse_ino_t ino)
+{
+	struct timespec now;
+	udc_attr a;
+
+	if (udc_getattr(fs->cache, ino, &a) == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+	    ts_cmp(a.atime_sec, a.atime_nsec, a.mtime_sec, a.mtime_nsec) > 0 &&
+	    ts_cmp(a.atime_sec, a.atime_nsec, a.ctime_sec, a.ctime_nsec) > 0 &&
+	    now.tv_sec - a.atime_sec < 24 * 3600)
+		return;
+	attr_stale(fs, ino);
 }
 
 int node_stat(struct udcfs *fs, fuse_ino_t ino, struct stat *st)

@@ -191,6 +191,17 @@ struct make {
 	int fd;             /* MAKE_FILE: the open file */
 };
 
+/*
+ * Open flags for the backing file. O_DIRECT is dropped (virtiofsd does the same): the data of a
+ * WRITE lies in libfuse's buffer behind the request header, never aligned as O_DIRECT needs, so
+ * every direct write would fail with EINVAL. The kernel still bypasses its own page cache for
+ * the FUSE file opened with O_DIRECT.
+ */
+static int backing_flags(int flags)
+{
+	return (flags | O_CLOEXEC) & ~(O_NOFOLLOW | O_DIRECT);
+}
+
 static int make_backing(const struct node *parent, const char *name, struct make *m)
 {
 	switch (m->kind) {
@@ -201,8 +212,7 @@ static int make_backing(const struct node *parent, const char *name, struct make
 	case MAKE_SYMLINK:
 		return symlinkat(m->target, parent->fd, name);
 	case MAKE_FILE:
-		m->fd = openat(parent->fd, name, (m->flags | O_CREAT | O_CLOEXEC) & ~O_NOFOLLOW,
-			       m->mode);
+		m->fd = openat(parent->fd, name, backing_flags(m->flags | O_CREAT), m->mode);
 		return m->fd < 0 ? -1 : 0;
 	}
 	errno = EINVAL;
@@ -402,6 +412,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	char buf[PATH_MAX + 1];
 	ssize_t n = readlinkat(node_of(req_fs(req), ino)->fd, "", buf, sizeof(buf));
 
+	attr_read(req_fs(req), ino);
 	if (n < 0)
 		fuse_reply_err(req, errno);
 	else if ((size_t)n == sizeof(buf))
@@ -418,7 +429,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char proc[64];
 
 	proc_path(proc, sizeof(proc), node_of(fs, ino)->fd);
-	int fd = open(proc, (fi->flags | O_CLOEXEC) & ~(O_NOFOLLOW | O_CREAT | O_EXCL));
+	int fd = open(proc, backing_flags(fi->flags) & ~(O_CREAT | O_EXCL));
 	if (fd < 0) {
 		fuse_reply_err(req, errno);
 		return;
@@ -457,13 +468,36 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+	struct udcfs *fs = req_fs(req);
+	char *buf = malloc(size ? size : 1);
+	size_t got = 0;
+	int err = 0;
 
-	(void)ino;
-	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	buf.buf[0].fd = (int)fi->fh;
-	buf.buf[0].pos = off;
-	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* Read here rather than in fuse_reply_data: the read may move the atime, and the cached
+	 * attributes must be expired after it but before the reply (after the reply the kernel may
+	 * forget the node). libfuse reads into a buffer like this one unless splicing is on. */
+	while (got < size) {
+		ssize_t n = pread((int)fi->fh, buf + got, size - got, off + (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	attr_read(fs, ino);
+	if (err && got == 0)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, got);
+	free(buf);
 }
 
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,

@@ -141,6 +141,8 @@ int fs_entry(struct udcfs *fs, fuse_ino_t ino, const struct stat *fresh,
 	     struct fuse_entry_param *e);
 int node_stat(struct udcfs *fs, fuse_ino_t ino, struct stat *st);
 void attr_stale(struct udcfs *fs, fuse_ino_t ino);
+/* `ino` was read (file data, a symlink's target, a directory's entries): its atime may move. */
+void attr_read(struct udcfs *fs, fuse_ino_t ino);
 uint32_t udc_type_of(mode_t mode);
 
 /* Name locks: a miss resolution holds its name's stripe shared, a change of a name exclusive. */
