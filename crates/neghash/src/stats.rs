@@ -66,7 +66,8 @@ pub struct Stats {
     /// Entries evicted by `shrink`.
     pub evicted_shrink: u64,
     /// Entries made in a recycled pool cell (one freed at least a grace period before) rather
-    /// than a fresh allocation.
+    /// than a fresh allocation. An insert of a name already present takes no cell; two inserts
+    /// of one new name racing each other may both take one, and the loser's counts here too.
     pub recycled: u64,
     /// Freed entries' cells parked in the pool, waiting for reuse.
     pub parked: u64,

@@ -393,13 +393,20 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// Finds `(parent, name)` and holds it: a held entry is never evicted.
     pub fn get(&self, parent: u64, name: &[u8]) -> Option<Held<'_, V>> {
         let (key, b) = self.locate(parent, name);
+        let held = self.find_held(key, parent, name, b)?;
+        held.touch();
+        Some(held)
+    }
+
+    /// The entry `(parent, name)` (key word `key`, bucket `b`) held, if it is in the table and
+    /// not being evicted; its referenced bit untouched.
+    fn find_held(&self, key: u64, parent: u64, name: &[u8], b: usize) -> Option<Held<'_, V>> {
         let guard = epoch::pin();
         let entry = self.buckets[b]
             .find_owned_summarised(&guard, summary_bit(key), |e| e.matches(key, parent, name))?;
-        entry.touch();
         entry.try_hold()?;
         let held = Held::new(entry, self, b);
-        // Removed between the walk and the hold: a miss (dropping `held` releases it).
+        // Removed between the walk and the hold: not there (dropping `held` releases it).
         held.is_hashed().then_some(held)
     }
 
@@ -423,8 +430,17 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             name.len()
         );
         let (key, b) = self.locate(parent, name);
-        // The cell first: finding a reusable one may run deferred functions, which are better
-        // not run under the bucket lock. (Unused if the name is present: parked again.)
+        // A name present already (a re-filing: renewed, instantiated, a rename's target) is
+        // answered without taking a cell: a cell taken and parked again unused would count as
+        // recycled (`Stats::recycled`) for an entry never made. Without the lock, as `get`
+        // finds (not touching the entry: an insert is no lookup); a name inserted meanwhile
+        // is found again under the lock below.
+        if let Some(found) = self.find_held(key, parent, name, b) {
+            return Err(found);
+        }
+        // The cell before the lock: finding a reusable one may run deferred functions, which
+        // are better not run under the bucket lock. (Unused if the name was inserted since
+        // the look above: parked again.)
         let cell = self.pool.alloc();
         let guard = epoch::pin();
         let mut lock = self.lock_bucket(b);
