@@ -445,8 +445,17 @@ static void test_walk(void) {
     CHECK_EQ(w.kind, UDC_WALK_FOUND);
     CHECK_EQ(w.entry.ino, 4);
     CHECK_EQ(w.entry.fs_data, 7);
-    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("/a/./b/../b//f/"), &w), UDC_WALK_FOUND);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("/a/./b/../b//f"), &w), UDC_WALK_FOUND);
     CHECK_EQ(w.entry.ino, 4);
+    /* A trailing '/' asks for a directory, as POSIX resolution does. */
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a/b/"), &w), UDC_WALK_FOUND);
+    CHECK_EQ(w.entry.ino, 3);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a/b/f/"), &w), UDC_WALK_NOTDIR);
+    CHECK_EQ(w.entry.ino, 4);
+    CHECK_EQ(w.offset, 6);
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a/link/"), &w), UDC_WALK_SYMLINK);
+    CHECK_EQ(w.entry.ino, 5);
+    CHECK_EQ(w.offset, 6); /* the rest, "/", keeps the slash */
     CHECK_EQ(udc_walk(c, UDC_ROOT_INO, NULL, 0, &w), UDC_WALK_FOUND); /* the empty path */
     CHECK_EQ(w.entry.ino, UDC_ROOT_INO);
     CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("a/b/gone"), &w), UDC_WALK_NEGATIVE);

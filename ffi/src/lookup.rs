@@ -25,11 +25,12 @@ pub const UDC_WALK_MISS: u32 = 0;
 pub const UDC_WALK_FOUND: u32 = 1;
 /// `udc_walk_result.kind`: the component at `offset` is known not to exist.
 pub const UDC_WALK_NEGATIVE: u32 = 2;
-/// `udc_walk_result.kind`: `entry` is a symlink met before the last component; the rest of the
-/// path starts at `offset`. Read the link and walk again (the cache holds no link targets).
+/// `udc_walk_result.kind`: `entry` is a symlink met before the last component (or last, with
+/// a trailing `/`); the rest of the path starts at `offset`. Read the link and walk again (the
+/// cache holds no link targets).
 pub const UDC_WALK_SYMLINK: u32 = 3;
 /// `udc_walk_result.kind`: `entry` is not a directory but the component at `offset` needed
-/// one.
+/// one (`offset` is the path's length for a trailing `/`).
 pub const UDC_WALK_NOTDIR: u32 = 4;
 /// `udc_walk_result.kind` (`udc_walk_as` only): the credential may not search directory
 /// `parent` (`EACCES`); the component at `offset` was not looked up.
@@ -163,8 +164,9 @@ pub unsafe extern "C" fn udc_resolve(
 /// Resolves `path` (`len` bytes, not NUL-terminated) from directory `root`, one lockless
 /// lookup per component, validated as a whole against concurrent renames (a walk that
 /// overlaps one walks again under the rename lock). `.` stays, `..` climbs (from the root too:
-/// the root's parent is itself), empty components are skipped; symlinks are reported, not
-/// followed. Counts no lookup.
+/// the root's parent is itself), empty components are skipped, a trailing `/` asks for a
+/// directory (`file/` is `UDC_WALK_NOTDIR`; `link/` is `UDC_WALK_SYMLINK` with the rest at
+/// the slash); symlinks are reported, not followed. Counts no lookup.
 ///
 /// Returns `out->kind` (>= 0; see `UDC_WALK_*`), or `-EINVAL` (NULL `cache`, `out` or `path`
 /// with `len > 0`; `len` over `PTRDIFF_MAX`; a component with a NUL, or `out->size` too

@@ -343,6 +343,8 @@ impl Model {
             at += c.len() + 1;
         }
         let mut cur = self.inodes.get(&root).ok_or(Error::UnknownInode(root))?;
+        // A trailing `/` (after the last component) asks for a directory.
+        let end = parts.last().map_or(0, |(at, c)| at + c.len());
         for (at, c) in parts {
             let here = cur.spec.ino;
             match cur.spec.kind {
@@ -362,7 +364,12 @@ impl Model {
             // Only `..` can lead to an inode no longer cached (a forgotten parent).
             cur = self.inodes.get(&next).ok_or(Error::UnknownInode(next))?;
         }
-        Ok(MWalk::Found(cur.spec.ino))
+        Ok(match cur.spec.kind {
+            _ if end == path.len() => MWalk::Found(cur.spec.ino),
+            FileType::Directory => MWalk::Found(cur.spec.ino),
+            FileType::Symlink => MWalk::Symlink(cur.spec.ino, end),
+            _ => MWalk::NotDir(cur.spec.ino, path.len()),
+        })
     }
 
     fn count_lookup(&mut self, ino: u64) -> Result<(), Error> {

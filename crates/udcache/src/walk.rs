@@ -23,7 +23,9 @@
 //!   not stop at the `root` argument: `..` from it climbs, as `..` from a non-root process
 //!   working directory does); a parent no longer cached (forgotten while the directory stayed)
 //!   ends the walk with [`Error::UnknownInode`] of the parent, as naming it would. Empty
-//!   components (`a//b`, a leading or trailing `/`) are skipped.
+//!   components (`a//b`, a leading `/`) are skipped. A trailing `/` asks for a directory, as
+//!   in POSIX path resolution: `file/` ends with [`Walk::NotDir`] (`at` the path's length),
+//!   `link/` with [`Walk::Symlink`] (`rest` at the slash, so the rest of the path keeps it).
 //! - Symlinks are **reported, not followed**: a symlink met before the last component ends the
 //!   walk with [`Walk::Symlink`], telling the caller where the rest of the path starts, so it
 //!   can read the link's target (the cache does not hold targets) and walk again with a depth
@@ -59,7 +61,8 @@ pub enum Walk<'g> {
         /// Where the component starts.
         at: usize,
     },
-    /// A symlink before the last component; the rest of the path starts at `rest`.
+    /// A symlink before the last component (or last, with a `/` after it); the rest of the
+    /// path starts at `rest`.
     Symlink {
         /// The link.
         inode: &'g Inode,
@@ -217,7 +220,10 @@ impl Dcache {
         let mut cur = Named::of(root);
         let mut steps = components(path).map(|(at, name)| (at, name, self.names.name_hash(name)));
         let mut next = steps.next();
+        // Where the last component ends: a trailing `/` starts there.
+        let mut end = 0;
         while let Some((at, name, hash)) = next {
+            end = at + name.len();
             // Hash the next name now: it does not depend on this step's answer (the parent it
             // will be looked up in), so it overlaps this step's wait on memory instead of
             // following it (see `udcache_neghash::hashing`).
@@ -261,7 +267,14 @@ impl Dcache {
                 Found::Miss => return Ok(Stop::Walk(Walk::Miss { parent: cur.ino, at })),
             };
         }
-        Ok(Stop::Walk(Walk::Found(cur)))
+        let trailing_slash = end < path.len();
+        Ok(Stop::Walk(match cur.kind {
+            FileType::Symlink if trailing_slash => Walk::Symlink { inode: cur.inode, rest: end },
+            FileType::Regular | FileType::Other if trailing_slash => {
+                Walk::NotDir { inode: cur.inode, at: path.len() }
+            }
+            _ => Walk::Found(cur),
+        }))
     }
 }
 

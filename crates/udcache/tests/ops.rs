@@ -306,6 +306,19 @@ fn walk_dots_symlinks_and_ends() {
         Ok(Walk::Symlink { inode, rest: 5 }) if inode.ino() == 5
     ));
     assert!(matches!(c.walk(&g, ROOT_INO, "a/b/f/x"), Ok(Walk::NotDir { at: 6, .. })));
+    // A trailing `/` asks for a directory (POSIX): a file is not one, a link is followed by
+    // the caller with the slash kept in the rest; `/` alone is the root.
+    assert_eq!(ino(c.walk(&g, ROOT_INO, "a/b/")), 3);
+    assert_eq!(ino(c.walk(&g, ROOT_INO, "/")), ROOT_INO);
+    assert!(matches!(
+        c.walk(&g, ROOT_INO, "a/b/f//"),
+        Ok(Walk::NotDir { inode, at: 7 }) if inode.ino() == 4
+    ));
+    assert!(matches!(
+        c.walk(&g, ROOT_INO, "a/ln/"),
+        Ok(Walk::Symlink { inode, rest: 4 }) if inode.ino() == 5
+    ));
+    assert!(matches!(c.walk(&g, 4, "/"), Ok(Walk::NotDir { at: 1, .. })), "from a file");
     assert!(matches!(c.walk(&g, ROOT_INO, "a/b/gone/x"), Ok(Walk::Negative { at: 4 })));
     assert!(matches!(c.walk(&g, ROOT_INO, "a/b/new"), Ok(Walk::Miss { parent: 3, at: 4 })));
     assert!(matches!(c.walk(&g, ROOT_INO, "a/\0/f"), Err(Error::InvalidName(InvalidName::Nul))));
