@@ -802,11 +802,11 @@ proptest! {
 fn refiling_a_cached_name_counts_no_recycled_dentry() {
     let c = Dcache::new(Config::for_entries(64).with_buckets(1024).with_negative_cap(None));
     let name = |wave: u32, i: u32| format!("churn-{wave}-{i}").into_bytes();
-    // Churn until cells freed a grace period before are handed out again by the pool.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // Churn until cells freed a grace period before are handed out again by the pool (the
+    // second wave, here; a bound on waves, not on time, so a slow machine cannot fail it).
     let mut wave = 0;
     while c.stats().dentries_recycled == 0 {
-        assert!(std::time::Instant::now() < deadline, "no dentry recycled: {}", c.stats());
+        assert!(wave < 1000, "no dentry recycled: {}", c.stats());
         for i in 0..500 {
             c.add_negative(ROOT_INO, &name(wave, i)).unwrap();
         }
