@@ -124,7 +124,9 @@ impl Dcache {
     /// Tells the cache that directory `dir` changed behind it, or reports its verifier
     /// (change attribute) from a getattr reply (those of [`Dcache::readdir`]'s fills the cache
     /// reports itself): `Some(v)` equal to the last one reported changes nothing (a load and
-    /// a compare); anything else (`None`: changed, new verifier unknown) bumps the directory's
+    /// a compare; after a `None` no verifier is known, and the next `Some` is a change: a
+    /// verifier may come back, a hash of the contents for one); anything else (`None`:
+    /// changed, new verifier unknown) bumps the directory's
     /// generation — negative dentries filled before are no longer trusted from then on (see
     /// [`crate::reval`]) — and marks its listing's pages stale. Both are lazy: nothing is
     /// walked or freed here. Positive dentries are untouched (their timeouts govern them): for
@@ -165,10 +167,15 @@ impl Dcache {
         }
         inode.bump_dir_gen();
         changed(self, inode.ino(), verifier);
-        if let Some(v) = verifier {
-            // Release: after the change (see the Acquire above).
-            state.verifier.store(v, Ordering::Release);
-            state.has_verifier.store(true, Ordering::Release);
+        // Release (all): after the change (see the Acquire above).
+        match verifier {
+            Some(v) => {
+                state.verifier.store(v, Ordering::Release);
+                state.has_verifier.store(true, Ordering::Release);
+            }
+            // The directory's verifier is unknown now: verifiers need not grow (a hash of the
+            // contents may come back), so the last one known no longer says "unchanged".
+            None => state.has_verifier.store(false, Ordering::Release),
         }
     }
 

@@ -242,6 +242,19 @@ fn set_entry_timeout_does_not_re_trust_an_answer_that_raced_a_dir_change() {
 }
 
 #[test]
+fn a_verifier_reported_after_a_change_without_one_is_a_change() {
+    // Verifiers need not grow (a hash of the contents may come back): after a change reported
+    // without one, the last verifier reported is none, so an old value is a change again.
+    let cache = Dcache::new(Config::for_entries(64));
+    cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
+    cache.dir_changed(DIR, Some(10)).unwrap();
+    cache.dir_changed(DIR, None).unwrap();
+    cache.add_negative(DIR, b"x").unwrap(); // what the changed directory said
+    cache.dir_changed(DIR, Some(10)).unwrap(); // back to the contents of verifier 10
+    assert_eq!(lookup(&cache, DIR, "x"), "miss");
+}
+
+#[test]
 fn a_reported_verifier_changes_things_only_when_it_moves() {
     let cache = Dcache::new(Config::for_entries(64));
     cache.add(ROOT_INO, b"d", dir(DIR)).unwrap();
