@@ -82,6 +82,11 @@ impl<B: Backend + 'static> Cursor<B> {
     /// already returned. A loop error is sticky until [`Cursor::seek`]; other errors leave the
     /// position unchanged, so the read can be retried.
     pub fn read(&mut self, max: usize) -> Result<Vec<Entry>, Error> {
+        // `DirCache::read`'s check, made here too: at the end, or stopped by a loop, the cursor
+        // answers without calling it.
+        if max == 0 {
+            return Err(Error::InvalidArgument("max must be at least 1"));
+        }
         if let Some(e) = self.failed {
             return Err(e);
         }

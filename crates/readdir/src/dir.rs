@@ -124,8 +124,8 @@ type Guard<'a> = MutexGuard<'a, State>;
 
 /// What a fill attempt produced.
 enum Filled {
-    /// The page is in the listing: resolve again.
-    Kept,
+    /// The page is in the listing (in this slot, starting at this cookie): resolve again.
+    Kept(PageId, u64),
     /// Another reader's fill of the same cookie finished: resolve again.
     Waited,
     /// The directory changed while the fill ran: these entries are for this read only.
@@ -176,9 +176,16 @@ impl<B: Backend + 'static> DirCache<B> {
         // to page more times than there are pages means the cached pages lead round in a cycle
         // (a backend that looped across fills), which would be followed until `max`.
         let mut pages_done = 0;
+        // The pages this read's own fills added: a read that fails keeps nothing new.
+        let mut kept = Vec::new();
         let result = loop {
             match st.listing.resolve(at) {
                 Resolve::Hit(_) if pages_done >= st.listing.pages() => {
+                    // The cycle may run through pages this read kept (each fill was no loop
+                    // alone, only with the pages cached before): take them back.
+                    for (id, start) in kept.drain(..) {
+                        d.unkeep(&mut st, id, start);
+                    }
                     break Err(Error::Loop { cookie: at });
                 }
                 Resolve::Hit(pos) => match d.copy(&mut st, pos, max, &mut out) {
@@ -198,7 +205,8 @@ impl<B: Backend + 'static> DirCache<B> {
                     let filled;
                     (st, filled) = d.fill(st, at, max, &mut victims);
                     match filled {
-                        Ok(Filled::Kept | Filled::Waited) => {}
+                        Ok(Filled::Kept(id, start)) => kept.push((id, start)),
+                        Ok(Filled::Waited) => {}
                         Ok(Filled::Uncached(batch)) => {
                             out = batch.entries;
                             break Ok(batch.eof);
@@ -358,6 +366,17 @@ impl<B: Backend + 'static> Dir<B> {
         Counters::add(&self.shared.counters.stale_dropped, 1);
     }
 
+    /// Removes page `id`, kept at cookie `start` by a read that then failed, and uncharges it
+    /// (unless the LRU already picked it as a victim: then its victim step finds the slot
+    /// changed). While the read waited on the backend, another may have evicted it and filled
+    /// the slot again: a page at another cookie is not this read's to take back.
+    fn unkeep(&self, st: &mut State, id: PageId, start: u64) {
+        if st.listing.start_of(id) == Some(start) {
+            let page = st.listing.remove(id);
+            self.shared.lru().uncharge(page.lru);
+        }
+    }
+
     /// Fills at `at`, or waits for the fill already running there. Takes and returns the lock;
     /// drops it around the backend call.
     fn fill<'a>(
@@ -401,7 +420,7 @@ impl<B: Backend + 'static> Dir<B> {
                 let key = self.shared.lru().charge(self.me.clone(), id, victims);
                 Counters::add(&c.evictions, (victims.len() - before) as u64);
                 st.listing.set_lru(id, key);
-                (st, Ok(Filled::Kept))
+                (st, Ok(Filled::Kept(id, at)))
             }
             Adopt::Uncached => {
                 Counters::add(&c.uncached, 1);

@@ -152,6 +152,11 @@ impl Listing {
         self.pages.get(id as usize)?.as_ref().map(|p| p.lru)
     }
 
+    /// The cookie page `id` starts at, if that slot holds a page.
+    pub fn start_of(&self, id: PageId) -> Option<u64> {
+        self.pages.get(id as usize)?.as_ref().map(|p| p.start)
+    }
+
     /// Records page `id`'s new LRU key after a touch.
     pub fn set_lru(&mut self, id: PageId, lru: u64) {
         if let Some(Some(p)) = self.pages.get_mut(id as usize) {

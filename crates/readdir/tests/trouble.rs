@@ -294,3 +294,46 @@ fn evicting_a_page_off_the_chain_from_the_start_keeps_the_listing_complete() {
     assert_eq!(dir.lookup(b"n77"), Lookup::Absent);
     assert_eq!(dir.backend().calls(), 2, "no call since");
 }
+
+/// At cookie 0: 3, 4, 5, 1; at cookie 1: 5, whose cookie the first page already leads on from
+/// (to 1): together the two fills loop 1 -> 5 -> 1, though neither does alone.
+struct LoopsWithTheCache;
+impl Backend for LoopsWithTheCache {
+    fn fill(&self, cookie: u64, _max: usize) -> Result<Fill, FillError> {
+        let cookies: &[u64] = match cookie {
+            0 => &[3, 4, 5, 1],
+            1 => &[5],
+            _ => return Err(FillError::UnknownCookie),
+        };
+        let entries = cookies.iter().map(|&c| Entry::new(format!("e{c}"), c, 8, c)).collect();
+        Ok(Fill { entries, eof: false, verifier: Verifier(1) })
+    }
+}
+
+#[test]
+fn a_read_that_fails_on_a_loop_its_own_fill_closed_keeps_nothing_new() {
+    let c = cache(16, 4);
+    let dir = c.dir(LoopsWithTheCache);
+    assert_eq!(dir.read(0, usize::MAX).unwrap().entries.len(), 4);
+    let (pages, stats) = (dir.cached_pages(), c.stats());
+    // The fill at 1 is no loop by itself; following it into the cached page is.
+    assert_eq!(dir.read(1, usize::MAX), Err(Error::Loop { cookie: 1 }));
+    // "A failed read keeps nothing new": the page that closed the loop is not kept.
+    assert_eq!(dir.cached_pages(), pages, "the failed read kept its fill");
+    assert_eq!(c.stats().pages, stats.pages);
+    assert_eq!((c.stats().hits, c.stats().misses), (stats.hits, stats.misses));
+    // Asked again, the backend is asked again, and the answer is the same.
+    assert_eq!(dir.read(1, usize::MAX), Err(Error::Loop { cookie: 1 }));
+    assert_eq!(dir.cached_pages(), pages);
+}
+
+#[test]
+fn a_cursor_rejects_a_zero_max_at_the_end_too() {
+    let dir = cache(4, 4).dir(MemDir::with_entries(CookieStyle::Ordered, 10, 0..2));
+    let mut c = dir.cursor();
+    assert_eq!(c.read(0), Err(Error::InvalidArgument("max must be at least 1")));
+    assert_eq!(c.read(8).unwrap().len(), 2);
+    assert!(c.is_eof());
+    // `Cursor::read` has the errors of `DirCache::read`: `max == 0` is EINVAL wherever it is.
+    assert_eq!(c.read(0), Err(Error::InvalidArgument("max must be at least 1")));
+}
