@@ -1048,8 +1048,9 @@ int udc_readdir(struct udc_cache *cache,
  * attribute or mtime; 0 = unknown; the same verifier as last time changes nothing, unless
  * last time was 0): its cached listing pages become stale, and its negative entries are no
  * longer trusted (each is revalidated at its next use: a miss for `udc_lookup` and
- * `udc_walk`, the revalidate callback for `udc_resolve` and `udc_walk_as`). Positive names are not touched (use
- * `udc_invalidate` for a name that went away or now leads elsewhere, after this call).
+ * `udc_walk`, the revalidate callback for `udc_resolve` and `udc_walk_as`). Positive names
+ * are not touched (use `udc_invalidate` for a name that went away or now leads elsewhere,
+ * after this call).
  *
  * Returns 0, or `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-EINVAL`, `-EBADF`.
  *
@@ -1057,9 +1058,7 @@ int udc_readdir(struct udc_cache *cache,
  *
  * `cache` must be a live handle.
  */
-int udc_dir_changed(struct udc_cache *cache,
-                    uint64_t dir,
-                    uint64_t verifier);
+int udc_dir_changed(struct udc_cache *cache, uint64_t dir, uint64_t verifier);
 
 /**
  * In a readdir callback: appends the entry `name` (`len` bytes) with inode `ino`, type `type`

@@ -180,8 +180,9 @@ pub unsafe extern "C" fn udc_readdir(
 /// attribute or mtime; 0 = unknown; the same verifier as last time changes nothing, unless
 /// last time was 0): its cached listing pages become stale, and its negative entries are no
 /// longer trusted (each is revalidated at its next use: a miss for `udc_lookup` and
-/// `udc_walk`, the revalidate callback for `udc_resolve` and `udc_walk_as`). Positive names are not touched (use
-/// `udc_invalidate` for a name that went away or now leads elsewhere, after this call).
+/// `udc_walk`, the revalidate callback for `udc_resolve` and `udc_walk_as`). Positive names
+/// are not touched (use `udc_invalidate` for a name that went away or now leads elsewhere,
+/// after this call).
 ///
 /// Returns 0, or `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-EINVAL`, `-EBADF`.
 ///

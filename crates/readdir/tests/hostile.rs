@@ -53,8 +53,18 @@ impl Backend for Script {
     }
 }
 
+/// The case count: `MODEL_CASES` from the environment, or 400.
+fn cases() -> u32 {
+    std::env::var("MODEL_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(400)
+}
+
+/// A batch size of 1 to 5, or no limit.
+fn size() -> impl Strategy<Value = usize> {
+    prop_oneof![1..6usize, Just(usize::MAX)]
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: std::env::var("MODEL_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(400), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn a_hostile_backend_never_hangs_or_corrupts_the_cache(
@@ -63,9 +73,12 @@ proptest! {
         budget in 1..5usize,
         page in 1..5usize,
         sizes in proptest::collection::vec(0..6usize, 1..8),
-        raw in proptest::collection::vec((0..10u64, prop_oneof![1..6usize, Just(usize::MAX)]), 0..20),
+        raw in proptest::collection::vec((0..10u64, size()), 0..20),
     ) {
-        let cache = ReaddirCache::new(NonZeroUsize::new(budget).unwrap(), NonZeroUsize::new(page).unwrap());
+        let cache = ReaddirCache::new(
+            NonZeroUsize::new(budget).unwrap(),
+            NonZeroUsize::new(page).unwrap(),
+        );
         let dir = cache.dir(Script { answers, by_cookie, calls: Mutex::new(0) });
         for round in 0..3 {
             let mut c = dir.cursor();

@@ -45,7 +45,8 @@ fn id_of(name: &[u8]) -> u64 {
     MemDir::id_of(name).unwrap()
 }
 
-/// One pass from the start, or resumed at an issued cookie `after` (cookie, id); checked at its end.
+/// One pass from the start, or resumed at an issued cookie `after` (cookie, id); checked at its
+/// end.
 fn pass(s: &Shared, x: &mut u64, ok_reads: &AtomicU64, after: Option<(u64, u64)>) {
     let (present, start, pending) = {
         let ch = s.changes.lock().unwrap();
@@ -91,7 +92,7 @@ fn pass(s: &Shared, x: &mut u64, ok_reads: &AtomicU64, after: Option<(u64, u64)>
             assert_eq!(
                 present.contains(&id),
                 seen.contains(&id),
-                "n{id}: present for the whole pass from {floor:?} is seen exactly once, absent never"
+                "n{id}: present for the whole pass from {floor:?}: seen exactly once, absent: never"
             );
         }
     }
