@@ -1,10 +1,14 @@
 //! Entries live in a `udcache-gp` pool: freed cells are reused after a grace period, never
 //! under a reader that saw the old entry; every value is dropped exactly once, also when the
-//! table goes before its entries' deferred releases have run.
+//! table goes before its entries' deferred releases have run. The last two tests walk the
+//! unsafe paths at a size Miri can run (`cargo +nightly miri test -p udcache-neghash --test
+//! pooled -- pinned_reader values_are_read`): pooled entries inserted, found by a pinned
+//! reader on another thread, removed, evicted and trimmed, their cells reused after a grace
+//! period, and a table dropped with entries still live.
 #![cfg(not(loom))]
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use udcache_neghash::{Config, NegHash, epoch};
@@ -131,4 +135,100 @@ fn every_value_is_dropped_once_even_after_the_table_is_gone() {
         epoch::pin().flush();
     }
     assert_eq!(drops.load(Ordering::Relaxed), made as usize);
+}
+
+/// Grace periods pass and the chains' deferred releases run.
+fn settle_all() {
+    for _ in 0..4 {
+        epoch::pin().flush();
+        udcache_gp::synchronize();
+    }
+}
+
+#[test]
+fn a_pinned_reader_keeps_its_entry_through_remove_evict_and_reuse() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let made = 24u64;
+    {
+        let table: NegHash<Counted> =
+            NegHash::new(Config::with_buckets(4).with_negative_cap(Some(3)));
+        let value = |i| Counted(i, drops.clone());
+        drop(table.insert(1, b"seen", false, value(0)).unwrap());
+        let (found, changed) = (Barrier::new(2), Barrier::new(2));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let guard = epoch::pin();
+                let e = table.lookup(&guard, 1, b"seen").unwrap();
+                found.wait();
+                changed.wait();
+                assert_eq!((e.name(), e.value().0), (&b"seen"[..], 0));
+                assert!(!e.is_hashed());
+            });
+            found.wait();
+            table.get(1, b"seen").unwrap().remove();
+            // Negatives past the cap are evicted; positives flip and go.
+            for i in 1..made / 2 {
+                let name = format!("n{i}");
+                drop(table.insert(2, name.as_bytes(), true, value(i)).unwrap());
+            }
+            for i in made / 2..made {
+                let held = table.insert(3, format!("p{i}").as_bytes(), false, value(i)).unwrap();
+                if i % 2 == 0 {
+                    assert!(held.make_negative());
+                } else {
+                    held.remove();
+                }
+            }
+            changed.wait();
+        });
+        table.verify().unwrap();
+        settle_all();
+        // Cells freed above come back for new entries once their grace period is over.
+        for i in 0..4u64 {
+            drop(table.insert(4, format!("r{i}").as_bytes(), false, value(made + i)).unwrap());
+        }
+        assert!(table.stats().recycled > 0, "{:?}", table.stats());
+        assert!(table.shrink_negative(2) > 0);
+        let old = table.oldest_unused(2, false);
+        assert!(!old.is_empty());
+        drop(old);
+        table.purge_negatives(&|parent| parent == 2);
+        // Dropped with entries on its chains and a reader pinned: their releases run later.
+        let guard = epoch::pin();
+        assert!(table.lookup(&guard, 4, b"r0").is_some());
+        drop(table);
+        drop(guard);
+    }
+    for _ in 0..64 {
+        if drops.load(Ordering::Relaxed) == made as usize + 4 {
+            break;
+        }
+        settle_all();
+    }
+    assert_eq!(drops.load(Ordering::Relaxed), made as usize + 4);
+}
+
+#[test]
+fn values_are_read_whole_while_written() {
+    use std::sync::atomic::AtomicU64;
+    let table = NegHash::new(Config::with_buckets(2));
+    drop(table.insert(1, b"pair", false, (AtomicU64::new(0), AtomicU64::new(0))).unwrap());
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..8 {
+                let guard = epoch::pin();
+                let e = table.lookup(&guard, 1, b"pair").unwrap();
+                let (a, b) =
+                    e.read_value(|(a, b)| (a.load(Ordering::Relaxed), b.load(Ordering::Relaxed)));
+                assert_eq!(a, b);
+            }
+        });
+        let e = table.get(1, b"pair").unwrap();
+        for v in 1..8 {
+            e.write_value(|(a, b)| {
+                a.store(v, Ordering::Relaxed);
+                b.store(v, Ordering::Relaxed);
+            });
+        }
+    });
 }

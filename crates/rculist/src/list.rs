@@ -151,11 +151,31 @@ impl<A: Adapter<Link = Link>> RawList<A> {
     ///
     /// The caller holds the writer lock, so an `owner` equal to our id was stored under it and
     /// cannot change under us; any other value means "not ours" and is refused.
+    ///
+    /// The pointer returned is the one the list stored (in the head word or the predecessor's
+    /// `next`), not one derived from `node`: callers store it in other links and hand it to
+    /// `take`, which turns it back into the list's reference, so it must keep the provenance of
+    /// `NodePtr::into_raw`. A pointer made from the shared reference `node` only allows reads of
+    /// the node (outside its atomics), and dropping the last reference made from it would free
+    /// the node through it (undefined behaviour under Stacked and Tree Borrows).
     fn member(&self, node: &A::Value) -> Option<*const Link> {
         // SAFETY: `node` is a live reference.
         let link = unsafe { A::link_ptr(node) };
         // SAFETY: the link lives inside the live node.
-        (unsafe { &*link }.owner.load(Ordering::Relaxed) == self.id).then_some(link)
+        let l = unsafe { &*link };
+        if l.owner.load(Ordering::Relaxed) != self.id {
+            return None;
+        }
+        // SAFETY: writer lock held and `link` is a member, so its `prev` is its predecessor on
+        // this list (or null for the first).
+        let slot = unsafe { self.slot(l.prev.load(Ordering::Relaxed)) };
+        let stored = slot.load(Ordering::Relaxed);
+        debug_assert_eq!(
+            stored.cast_const(),
+            link,
+            "list corrupt: predecessor does not point here"
+        );
+        Some(stored)
     }
 
     /// Takes over the reference `node` for this list: claims its link (owner 0 -> our id).

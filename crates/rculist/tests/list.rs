@@ -279,3 +279,29 @@ fn a_reader_carried_off_by_a_splice_is_told_by_valid() {
     assert_eq!(seen, [1, 99]);
     assert!(!it.valid());
 }
+
+/// A node the caller named by `&Node` (an anchor of `insert_before`/`insert_after`) must come
+/// back from the list with the provenance of the list's own reference: the last `Arc` made
+/// from it frees the node. Miri (Tree and Stacked Borrows) reported that deallocation as UB
+/// while the list stored a link pointer derived from the caller's shared reference.
+#[test]
+fn a_node_named_by_reference_comes_back_with_the_lists_pointer() {
+    let list = List::<AAdapter>::new();
+    let anchor = node(1);
+    let mut w = list.lock();
+    w.push_back(anchor.clone()).unwrap();
+    w.insert_before(&anchor, node(0)).unwrap();
+    w.insert_after(&anchor, node(2)).unwrap();
+    drop(w.pop_front().unwrap());
+    // The anchor is now reached through the head word, which held `0`'s `next`.
+    let taken = w.pop_front().unwrap();
+    assert_eq!(taken.v, 1);
+    assert_eq!(w.pop_back().map(|n| n.v), Some(2));
+    drop(w);
+    drop(anchor);
+    let mine = taken.to_ptr();
+    drop(taken);
+    assert!(wait_released(&mine));
+    // The last reference: frees the node through the pointer the list handed back.
+    drop(mine);
+}

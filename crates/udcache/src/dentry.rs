@@ -39,6 +39,7 @@
 //!   it.
 
 use std::ops::Deref;
+use std::ptr::NonNull;
 
 use udcache_neghash::epoch::Guard;
 
@@ -129,8 +130,14 @@ impl Slot {
 
     /// A counted reference to the inode, if any and still alive, for a caller without the
     /// writers' lock (see [`InodeRef::try_clone`]).
-    pub(crate) fn load_counted(&self, guard: &Guard) -> Option<InodeRef> {
-        InodeRef::try_clone(self.load(guard)?)
+    pub(crate) fn load_counted(&self, _guard: &Guard) -> Option<InodeRef> {
+        // Acquire: as in `load_typed`.
+        let p = NonNull::new(untagged(self.inode.load(Ordering::Acquire)).0)?;
+        // SAFETY: a non-null pointer came from `InodeRef::into_raw` and held a count when this
+        // load read it, with `_guard` pinned: as in `load_typed`, the inode is not
+        // re-initialised before the guard unpins. The pointer, not a `&Inode` made from it, is
+        // what the new count keeps (see `try_clone`).
+        unsafe { InodeRef::try_clone(p) }
     }
 
     pub(crate) fn load_arc(&self, _lock: &impl SlotWriter) -> Option<InodeRef> {

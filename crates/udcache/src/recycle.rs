@@ -106,10 +106,22 @@ impl InodeRef {
         InodeRef(unsafe { NonNull::new_unchecked(p) })
     }
 
-    /// A new count on `inode`, unless its last count is already gone (it is on its way back to
-    /// the pool): "increment if not zero". The caller found `inode` under an epoch guard,
-    /// which keeps its memory from being re-initialised meanwhile.
-    pub(crate) fn try_clone(inode: &Inode) -> Option<Self> {
+    /// A new count on the inode behind `p`, unless its last count is already gone (it is on its
+    /// way back to the pool): "increment if not zero".
+    ///
+    /// Takes the slot's raw pointer, not `&Inode`: the reference made here may be the inode's
+    /// last, whose drop hands the pointer back to the pool, which re-initialises the object
+    /// through it. A pointer derived from a shared reference only allows reads (outside the
+    /// inode's atomics and locks), so it must carry the provenance of the pool's.
+    ///
+    /// # Safety
+    ///
+    /// `p` came from [`InodeRef::into_raw`] and was loaded from a slot that held its count,
+    /// under an epoch guard the caller still holds (which keeps the memory from being
+    /// re-initialised meanwhile).
+    pub(crate) unsafe fn try_clone(p: NonNull<Inode>) -> Option<Self> {
+        // SAFETY: a pooled inode, not re-initialised while the caller's guard is pinned.
+        let inode = unsafe { p.as_ref() };
         let mut n = inode.count().load(Ordering::Relaxed);
         loop {
             if n == 0 {
@@ -123,7 +135,7 @@ impl InodeRef {
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Some(InodeRef(NonNull::from(inode))),
+                Ok(_) => return Some(InodeRef(p)),
                 Err(now) => n = now,
             }
         }

@@ -122,16 +122,17 @@ fn block_layout<T>(bytes: usize) -> Layout {
 }
 
 /// Asks the kernel to back a block with huge pages (see the module docs). Advice only: any
-/// failure leaves the block as it is.
+/// failure leaves the block as it is. Not under Miri, which cannot call `madvise` (and whose
+/// memory is no kernel's): the advice changes nothing the program can observe.
 fn advise_huge(base: *mut u8, layout: Layout) {
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(miri)))]
     if layout.align() >= BIG_BLOCK {
         // SAFETY: `[base, base + size)` is a live allocation of this table, aligned to a
         // huge page (so to a page); MADV_HUGEPAGE changes how the kernel backs it, never its
         // contents, and cannot fail in a way that matters.
         unsafe { libc::madvise(base.cast(), layout.size(), libc::MADV_HUGEPAGE) };
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(any(not(target_os = "linux"), miri))]
     let _ = (base, layout);
 }
 
@@ -465,6 +466,7 @@ mod tests {
     /// its mapping's `VmFlags`): the kernel may then back it with huge pages.
     #[cfg(target_os = "linux")]
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no madvise and no /proc/self/smaps of its own memory")]
     fn big_blocks_are_advised_to_use_huge_pages() {
         if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
             eprintln!("no transparent huge pages in this kernel: nothing to check");
