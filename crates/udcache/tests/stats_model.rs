@@ -472,9 +472,8 @@ impl Model {
         if verifier.is_some() && inode.verifier == verifier {
             return Ok(());
         }
-        if verifier.is_some() {
-            inode.verifier = verifier;
-        }
+        // After `None` no verifier is known: the next one reported is a change.
+        inode.verifier = verifier;
         for ((p, _), d) in &mut self.dentries {
             if *p == dir
                 && let Dent::Negative { stale } = d
