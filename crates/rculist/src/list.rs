@@ -166,6 +166,8 @@ impl<A: Adapter<Link = Link>> RawList<A> {
         if l.owner.load(Ordering::Relaxed) != self.id {
             return None;
         }
+        // Relaxed (both loads): only writers store `prev` and `next`, and the writer lock
+        // orders this after the last of them.
         // SAFETY: writer lock held and `link` is a member, so its `prev` is its predecessor on
         // this list (or null for the first).
         let slot = unsafe { self.slot(l.prev.load(Ordering::Relaxed)) };

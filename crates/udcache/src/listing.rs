@@ -126,8 +126,8 @@ impl Dcache {
     /// reports itself): `Some(v)` equal to the last one reported changes nothing (a load and
     /// a compare; after a `None` no verifier is known, and the next `Some` is a change: a
     /// verifier may come back, a hash of the contents for one); anything else (`None`:
-    /// changed, new verifier unknown) bumps the directory's
-    /// generation — negative dentries filled before are no longer trusted from then on (see
+    /// changed, new verifier unknown) bumps the directory's generation — negative dentries
+    /// filled before are no longer trusted from then on (see
     /// [`crate::reval`]) — and marks its listing's pages stale. Both are lazy: nothing is
     /// walked or freed here. Positive dentries are untouched (their timeouts govern them): for
     /// a name that went away or changed, call [`Dcache::invalidate`] after this (see
