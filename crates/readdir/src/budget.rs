@@ -111,6 +111,7 @@ pub(crate) struct Counters {
     pub misses: AtomicU64,
     pub backend_calls: AtomicU64,
     pub coalesced: AtomicU64,
+    pub waits: AtomicU64,
     pub uncached: AtomicU64,
     pub invalidations: AtomicU64,
     pub stale_dropped: AtomicU64,
@@ -165,9 +166,14 @@ pub struct Stats {
     pub misses: u64,
     /// Backend calls made.
     pub backend_calls: u64,
-    /// Reads that waited for another reader's fill of the same cookie instead of calling the
-    /// backend themselves.
+    /// Misses served by another reader's backend call: the read waited for that reader's fill
+    /// of the same cookie and found it cached, with no backend call of its own.
     pub coalesced: u64,
+    /// Reads that found another reader's fill of their cookie running and waited for it,
+    /// counted when the wait begins. Those that the fill did not serve (it failed, was not
+    /// kept, or its page went before they looked) then called the backend themselves and are
+    /// not [`coalesced`](Stats::coalesced).
+    pub waits: u64,
     /// Fills handed to their reader but not kept, because the directory changed while they ran.
     pub uncached: u64,
     /// Verifier changes (announced, or revealed by a fill) that made pages stale.
@@ -193,6 +199,7 @@ impl Shared {
             misses: get(&c.misses),
             backend_calls: get(&c.backend_calls),
             coalesced: get(&c.coalesced),
+            waits: get(&c.waits),
             uncached: get(&c.uncached),
             invalidations: get(&c.invalidations),
             stale_dropped: get(&c.stale_dropped),

@@ -10,7 +10,9 @@
 //! - The backend is called with no lock held. Before calling, a reader records the cookie in
 //!   `inflight` and the epoch; a reader needing the same cookie waits on `filled` instead of
 //!   calling (coalescing). The caller removes the cookie and wakes the waiters when the call
-//!   returns, or panics ([`Inflight`]'s drop).
+//!   returns, or panics ([`Inflight`]'s drop). A waiter is served by that call only if the
+//!   cookie resolves when it looks again; else (the call failed, its fill was not kept, or its
+//!   page went before the waiter looked) the waiter fills the cookie itself.
 //! - A fill is kept only if no change was announced while it ran, or it already saw the
 //!   announced verifier ([`Listing::adopt`]); otherwise its entries go to its reader only.
 //!   A fill that brings a verifier the listing did not know moves the epoch itself — the
@@ -126,7 +128,7 @@ type Guard<'a> = MutexGuard<'a, State>;
 enum Filled {
     /// The page is in the listing (in this slot, starting at this cookie): resolve again.
     Kept(PageId, u64),
-    /// Another reader's fill of the same cookie finished: resolve again.
+    /// Another reader's fill of the same cookie finished (kept or not): resolve again.
     Waited,
     /// The directory changed while the fill ran: these entries are for this read only.
     Uncached(Batch),
@@ -168,6 +170,8 @@ impl<B: Backend + 'static> DirCache<B> {
         let d = &*self.dir;
         let mut victims = Vec::new();
         let mut missed = false;
+        // Whether the fill this read waited for left its cookie cached, sparing it a call.
+        let mut served = false;
         let mut st = d.lock();
         let mut out = Vec::new();
         let mut at = cookie;
@@ -206,7 +210,13 @@ impl<B: Backend + 'static> DirCache<B> {
                     (st, filled) = d.fill(st, at, max, &mut victims);
                     match filled {
                         Ok(Filled::Kept(id, start)) => kept.push((id, start)),
-                        Ok(Filled::Waited) => {}
+                        Ok(Filled::Waited) => {
+                            // That fill may have failed, gone to its own reader only, or had
+                            // its page evicted or made stale before this read looked again:
+                            // then this read fills itself.
+                            served =
+                                matches!(st.listing.resolve(at), Resolve::Hit(_) | Resolve::Eof);
+                        }
                         Ok(Filled::Uncached(batch)) => {
                             out = batch.entries;
                             break Ok(batch.eof);
@@ -223,6 +233,9 @@ impl<B: Backend + 'static> DirCache<B> {
         let eof = result?;
         let c = &d.shared.counters;
         Counters::add(if missed { &c.misses } else { &c.hits }, 1);
+        if served {
+            Counters::add(&c.coalesced, 1);
+        }
         Ok(Batch { entries: out, eof })
     }
 
@@ -388,7 +401,7 @@ impl<B: Backend + 'static> Dir<B> {
     ) -> (Guard<'a>, Result<Filled, Error>) {
         let c = &self.shared.counters;
         if st.inflight.contains(&at) {
-            Counters::add(&c.coalesced, 1);
+            Counters::add(&c.waits, 1);
             while st.inflight.contains(&at) {
                 st = self.filled.wait(st).unwrap_or_else(std::sync::PoisonError::into_inner);
             }

@@ -1,5 +1,7 @@
 //! Real threads: several readers listing one directory while a writer changes it, with a page
-//! budget smaller than the directory; and coalescing of concurrent fills of the same cookie.
+//! budget smaller than the directory; and coalescing of concurrent fills of the same cookie,
+//! including what a waiting reader does, and how it is counted, when the fill it waited for
+//! fails or is not kept.
 
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use udcache_readdir::reference::{CookieStyle, MemDir, PassCheck};
-use udcache_readdir::{Backend, Fill, FillError, ReaddirCache};
+use udcache_readdir::{Backend, Batch, DirCache, Error, Fill, FillError, ReaddirCache};
 
 const UNIVERSE: u64 = 3000;
 
@@ -115,53 +117,141 @@ fn readers_and_a_writer_hashed() {
     stress(CookieStyle::Hashed);
 }
 
-/// A backend whose calls wait until the test opens a gate.
+/// A backend whose calls read the directory, then wait until the test opens a gate; the
+/// first call can be made to fail at the gate instead of returning what it read.
 struct Gated {
     inner: MemDir,
-    open: Mutex<bool>,
+    gate: Mutex<Gate>,
     cv: Condvar,
+}
+
+struct Gate {
+    open: bool,
+    /// Calls that have read the directory and reached the gate.
+    entered: u64,
+    /// The answer of the first call to reach the gate, in place of what it read.
+    fail: Option<FillError>,
+}
+
+impl Gated {
+    fn new(inner: MemDir, fail: Option<FillError>) -> Self {
+        Gated {
+            inner,
+            gate: Mutex::new(Gate { open: false, entered: 0, fail }),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn entered(&self) -> u64 {
+        self.gate.lock().unwrap().entered
+    }
+
+    /// Blocks until a call has reached the gate.
+    fn await_entered(&self) {
+        let mut gate = self.gate.lock().unwrap();
+        while gate.entered == 0 {
+            gate = self.cv.wait(gate).unwrap();
+        }
+    }
+
+    fn open(&self) {
+        self.gate.lock().unwrap().open = true;
+        self.cv.notify_all();
+    }
 }
 
 impl Backend for Gated {
     fn fill(&self, cookie: u64, max: usize) -> Result<Fill, FillError> {
-        let mut open = self.open.lock().unwrap();
-        while !*open {
-            open = self.cv.wait(open).unwrap();
+        let fill = self.inner.fill(cookie, max);
+        let mut gate = self.gate.lock().unwrap();
+        gate.entered += 1;
+        let fail = gate.fail.take();
+        self.cv.notify_all();
+        while !gate.open {
+            gate = self.cv.wait(gate).unwrap();
         }
-        drop(open);
-        self.inner.fill(cookie, max)
+        fail.map_or(fill, Err)
     }
 }
 
-#[test]
-fn concurrent_fills_of_one_cookie_make_one_backend_call() {
+type Reader = thread::JoinHandle<Result<Batch, Error>>;
+
+/// A cache (8 pages of 32 entries) of a directory of 50 entries with hashed cookies, read
+/// through a closed gate that fails its first call with `fail`, if given.
+fn gated(fail: Option<FillError>) -> (ReaddirCache, DirCache<Gated>) {
     let cache = ReaddirCache::new(NonZeroUsize::new(8).unwrap(), NonZeroUsize::new(32).unwrap());
-    let gated = Gated {
-        inner: MemDir::with_entries(CookieStyle::Hashed, 100, 0..50),
-        open: Mutex::new(false),
-        cv: Condvar::new(),
+    let dir = cache.dir(Gated::new(MemDir::with_entries(CookieStyle::Hashed, 100, 0..50), fail));
+    (cache, dir)
+}
+
+/// Starts a read of 10 entries at cookie 0 and waits until its backend call is held at the
+/// gate; then starts `waiters` more reads of cookie 0 and returns once each of them is waiting
+/// for that call. Returns the first reader and the waiters.
+fn held_fill_and_waiters(
+    cache: &ReaddirCache,
+    dir: &DirCache<Gated>,
+    waiters: u64,
+) -> (Reader, Vec<Reader>) {
+    let read = || {
+        let dir = dir.clone();
+        thread::spawn(move || dir.read(0, 10))
     };
-    let dir = cache.dir(gated);
-    let readers: Vec<_> = (0..4)
-        .map(|_| {
-            let dir = dir.clone();
-            thread::spawn(move || dir.read(0, 10).unwrap())
-        })
-        .collect();
-    let t0 = Instant::now();
-    while cache.stats().coalesced < 3 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "readers did not queue: {:?}",
-            cache.stats()
-        );
+    let first = read();
+    dir.backend().await_entered();
+    let rest: Vec<Reader> = (0..waiters).map(|_| read()).collect();
+    // Each one either waits for the held call, or (if coalescing is broken) calls the backend
+    // or returns: whichever it does, this loop ends.
+    while cache.stats().waits < waiters
+        && dir.backend().entered() == 1
+        && !rest.iter().any(|h| h.is_finished())
+    {
         thread::yield_now();
     }
-    *dir.backend().open.lock().unwrap() = true;
-    dir.backend().cv.notify_all();
-    let batches: Vec<_> = readers.into_iter().map(|h| h.join().unwrap()).collect();
-    assert!(batches.iter().all(|b| *b == batches[0] && b.entries.len() == 10));
+    assert_eq!(cache.stats().waits, waiters, "readers did not queue: {:?}", cache.stats());
+    (first, rest)
+}
+
+#[test]
+fn readers_that_waited_for_a_kept_fill_get_its_page_with_no_call_of_their_own() {
+    let (cache, dir) = gated(None);
+    let (first, waiters) = held_fill_and_waiters(&cache, &dir, 3);
+    dir.backend().open();
+    let first = first.join().unwrap().unwrap();
+    assert_eq!(first.entries.len(), 10);
+    for w in waiters {
+        assert_eq!(w.join().unwrap().unwrap(), first);
+    }
     let s = cache.stats();
-    assert_eq!((s.backend_calls, s.coalesced, s.misses), (1, 3, 4));
+    assert_eq!((s.backend_calls, s.waits, s.coalesced, s.misses), (1, 3, 3, 4), "{s:?}");
     assert_eq!(dir.backend().inner.calls(), 1);
+}
+
+#[test]
+fn a_reader_that_waited_for_a_failed_fill_is_not_counted_as_coalesced() {
+    let (cache, dir) = gated(Some(FillError::Io(libc::EIO)));
+    let (first, mut waiters) = held_fill_and_waiters(&cache, &dir, 1);
+    dir.backend().open();
+    assert_eq!(first.join().unwrap(), Err(Error::Backend(libc::EIO)));
+    // The failed fill kept nothing: the waiter had to call the backend itself.
+    let waited = waiters.pop().unwrap().join().unwrap().unwrap();
+    assert_eq!(waited.entries.len(), 10);
+    let s = cache.stats();
+    assert_eq!((s.backend_calls, s.waits, s.coalesced, s.misses), (2, 1, 0, 1), "{s:?}");
+}
+
+#[test]
+fn a_reader_that_waited_for_an_uncached_fill_is_not_counted_as_coalesced() {
+    let (cache, dir) = gated(None);
+    let (first, mut waiters) = held_fill_and_waiters(&cache, &dir, 1);
+    // The held call read the directory before this change: its fill goes to its reader only.
+    dir.set_verifier(dir.backend().inner.remove(7).unwrap());
+    dir.backend().open();
+    let has_n7 = |b: &Batch| b.entries.iter().any(|e| &*e.name == b"n7");
+    assert!(has_n7(&first.join().unwrap().unwrap()));
+    // The waiter called the backend itself and got the changed directory.
+    let waited = waiters.pop().unwrap().join().unwrap().unwrap();
+    assert!(!has_n7(&waited));
+    let s = cache.stats();
+    let counts = (s.backend_calls, s.waits, s.coalesced, s.uncached, s.misses);
+    assert_eq!(counts, (2, 1, 0, 1, 2), "{s:?}");
 }
