@@ -110,6 +110,15 @@ impl Slot {
         Slot { inode: AtomicPtr::new(tagged(inode)) }
     }
 
+    /// The slot's pointer and file type, for a reader without the writers' lock.
+    #[inline]
+    fn acquire(&self) -> (*mut Inode, FileType) {
+        // Acquire: pairs with the Release swap in `put` (and the initialising store of
+        // `positive`, published by neghash's Release chain insert): the inode's fields are
+        // initialised before the reader follows the pointer.
+        untagged(self.inode.load(Ordering::Acquire))
+    }
+
     /// The inode, if positive, borrowed for the guard's life.
     pub(crate) fn load<'g>(&'g self, guard: &'g Guard) -> Option<&'g Inode> {
         self.load_typed(guard).map(|(inode, _)| inode)
@@ -118,9 +127,7 @@ impl Slot {
     /// The inode, if positive, borrowed for the guard's life, and its file type (read from the
     /// slot, not from the inode).
     fn load_typed<'g>(&'g self, _guard: &'g Guard) -> Option<(&'g Inode, FileType)> {
-        // Acquire: pairs with the Release swap in `put` (and the initialising store of
-        // `positive`, published by neghash's Release chain insert).
-        let (p, kind) = untagged(self.inode.load(Ordering::Acquire));
+        let (p, kind) = self.acquire();
         // SAFETY: a non-null pointer came from `InodeRef::into_raw` and held a count when this
         // load read it, with `_guard` pinned (`'g`). Whatever later drops counts, the inode's
         // pool re-initialises or frees it only after a grace period that began after the last
@@ -131,8 +138,7 @@ impl Slot {
     /// A counted reference to the inode, if any and still alive, for a caller without the
     /// writers' lock (see [`InodeRef::try_clone`]).
     pub(crate) fn load_counted(&self, _guard: &Guard) -> Option<InodeRef> {
-        // Acquire: as in `load_typed`.
-        let p = NonNull::new(untagged(self.inode.load(Ordering::Acquire)).0)?;
+        let p = NonNull::new(self.acquire().0)?;
         // SAFETY: a non-null pointer came from `InodeRef::into_raw` and held a count when this
         // load read it, with `_guard` pinned: as in `load_typed`, the inode is not
         // re-initialised before the guard unpins. The pointer, not a `&Inode` made from it, is
