@@ -183,7 +183,8 @@ impl Inode {
     #[inline]
     pub(crate) fn dir_gen(&self) -> u32 {
         // Acquire: pairs with the Release bump in `bump_dir_gen`: a filler that reads the new
-        // generation asks the filesystem after the change it was told of.
+        // generation asks the filesystem after the change it was told of, and a reporter that
+        // read it no longer finds the verifier recorded before the change (see `listing.rs`).
         self.dir_gen.load(Ordering::Acquire)
     }
 

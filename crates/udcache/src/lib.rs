@@ -62,7 +62,8 @@
 //! - [`Dcache::lookup`] and [`Dcache::walk`] never block (except a walk's fallback) and return
 //!   what the name or path denoted at one instant during the call.
 //! - A walk trusts only dentries that are fresh or that the filesystem revalidated; a negative
-//!   filled before a [`Dcache::dir_changed`] returned is never trusted after it, and an access
+//!   filled before a [`Dcache::dir_changed`] returned is never trusted after it, concurrent
+//!   reports of one directory's verifier are linearizable (see [`listing`]), and an access
 //!   result filled before a revocation returned is never used after it (loom models and a
 //!   stress test check both: `tests/loom_reval.rs`, `tests/reval_stress.rs`).
 //! - Bad input (an invalid name, an unknown inode, a forget of more than was looked up) is an

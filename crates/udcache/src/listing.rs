@@ -31,9 +31,28 @@
 //!   [`Dcache::readdir`], the listing's verifier is reported as [`Dcache::dir_changed`] would
 //!   report it. One the cache had not recorded moves the directory's generation, so negative
 //!   dentries filed before it are no longer trusted: a name the listing now shows is not
-//!   answered "absent" by an older negative.
+//!   answered "absent" by an older negative. This holds for the first verifier a directory
+//!   reports too (its first listing, say): with none recorded, nothing tells whether the
+//!   directory changed after its negatives were filed, so the first is a change.
+//! - **Reports are linearizable.** The reports of one directory ([`Dcache::dir_changed`], and a
+//!   readdir's) leave it as if they were made one at a time, in an order that keeps each
+//!   report after every report that returned before it began: the verifier left recorded is
+//!   the one the last change in that order reported, and a negative is trusted only if no
+//!   change comes after its filing in that order. A report of the verifier recorded is no
+//!   change and returns after loads and compares, with no lock. Any other takes the
+//!   directory's report lock (`DirState::reports`), looks at the record again (a report that
+//!   held the lock before may have recorded it), then withdraws the record, bumps the
+//!   generation, marks the listing and records its verifier, in that order. So two changes
+//!   never interleave (one's bump with the other's record, which would leave a verifier
+//!   recorded with a generation bumped after it), and a thread that saw a change's new
+//!   generation never finds the verifier recorded before it (its report of that one is a
+//!   change, made after). A readdir reports the verifier its listing held when its read
+//!   ended: a report that changed it since is ordered before the readdir's, which then changes
+//!   it back (a needless change, never an unsafe one).
 //! - Locks: a listing's own mutex is taken after any name stripe and never held across a
 //!   filesystem call (that crate's rule); the readdir filesystem call runs with no cache lock.
+//!   A directory's report lock is taken with no other lock held, and before its listing's
+//!   mutex.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,7 +65,7 @@ use crate::error::Error;
 use crate::fetch::Filesystem;
 use crate::inode::Inode;
 use crate::stats::Event;
-use crate::sync::Ordering;
+use crate::sync::{Ordering, lock};
 use crate::tree::DirState;
 
 /// One directory's listing cache.
@@ -123,8 +142,8 @@ impl Dcache {
 
     /// Tells the cache that directory `dir` changed behind it, or reports its verifier
     /// (change attribute) from a getattr reply (those of [`Dcache::readdir`]'s fills the cache
-    /// reports itself): `Some(v)` equal to the last one reported changes nothing (a load and
-    /// a compare; after a `None` no verifier is known, and the next `Some` is a change: a
+    /// reports itself): `Some(v)` equal to the last one reported changes nothing (loads and
+    /// compares; after a `None` no verifier is known, and the next `Some` is a change: a
     /// verifier may come back, a hash of the contents for one); anything else (`None`:
     /// changed, new verifier unknown) bumps the directory's generation — negative dentries
     /// filled before are no longer trusted from then on (see
@@ -132,6 +151,12 @@ impl Dcache {
     /// walked or freed here. Positive dentries are untouched (their timeouts govern them): for
     /// a name that went away or changed, call [`Dcache::invalidate`] after this (see
     /// [`crate::reval`]).
+    ///
+    /// Concurrent reports of one directory are linearizable: what they leave (the verifier
+    /// recorded, the negatives trusted) is what some order of them, one at a time, would
+    /// leave, an order that keeps each after those that returned before it began (see the
+    /// [module rules](crate::listing)). A report that changes something takes a lock of the
+    /// directory's; an unchanged verifier takes none.
     ///
     /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`].
     ///
@@ -152,12 +177,13 @@ impl Dcache {
         Ok(())
     }
 
-    /// [`Dcache::dir_changed`] of directory `inode`, whose state is `state`.
+    /// [`Dcache::dir_changed`] of directory `inode`, whose state is `state` (see the rules:
+    /// one change at a time, under the directory's report lock).
     fn report_verifier(&self, inode: &Inode, state: &DirState, verifier: Option<u64>) {
-        // Acquire (both): pairs with the Release stores below. A report that finds its
-        // verifier recorded returns at once, so the change must be made before the record: it
-        // then sees the generation bumped and the listing marked, and so does what its caller
-        // does next (a lookup must not trust a negative filed before the change).
+        // Acquire (both): pairs with the Release stores of the record below. A report that
+        // finds its verifier recorded returns at once, so the change must be made before the
+        // record: it then sees the generation bumped and the listing marked, and so does what
+        // its caller does next (a lookup must not trust a negative filed before the change).
         let recorded = |v| {
             state.has_verifier.load(Ordering::Acquire)
                 && state.verifier.load(Ordering::Acquire) == v
@@ -165,17 +191,23 @@ impl Dcache {
         if verifier.is_some_and(recorded) {
             return;
         }
+        let _reports = lock(&state.reports);
+        if verifier.is_some_and(recorded) {
+            return; // recorded by the change that held the lock before: it is made
+        }
+        // Relaxed: the record is withdrawn before the generation moves, and the bump's
+        // Release store publishes that (pairs with the Acquire load in `Inode::dir_gen`): a
+        // thread that saw the new generation, then reports the verifier recorded until now,
+        // finds no record and waits for the lock. The verifier is unknown until this change
+        // records it; after a `None` it stays unknown: verifiers need not grow (a hash of the
+        // contents may come back), so the last one known no longer says "unchanged".
+        state.has_verifier.store(false, Ordering::Relaxed);
         inode.bump_dir_gen();
         changed(self, inode.ino(), verifier);
-        // Release (all): after the change (see the Acquire above).
-        match verifier {
-            Some(v) => {
-                state.verifier.store(v, Ordering::Release);
-                state.has_verifier.store(true, Ordering::Release);
-            }
-            // The directory's verifier is unknown now: verifiers need not grow (a hash of the
-            // contents may come back), so the last one known no longer says "unchanged".
-            None => state.has_verifier.store(false, Ordering::Release),
+        if let Some(v) = verifier {
+            // Release (both): after the change (see the Acquire above).
+            state.verifier.store(v, Ordering::Release);
+            state.has_verifier.store(true, Ordering::Release);
         }
     }
 

@@ -35,7 +35,10 @@
 //!   [`crate::fetch`]). The walk is then done again.
 //! - **What a caller may rely on**: a walk never returns a dentry that was not fresh or
 //!   revalidated during the walk; a negative filled before a directory change returned (with
-//!   the change's generation bump) is never trusted after it; a positive answered before a
+//!   the change's generation bump) is never trusted after it, and concurrent reports of one
+//!   directory's verifier leave what some order of them would (see [`crate::listing`]): a
+//!   negative is trusted only if no change comes after its filing in that order, and the
+//!   verifier recorded is the one of the last change in it; a positive answered before a
 //!   change announced as `dir_changed` then `invalidate` is never trusted after both returned;
 //!   an access result filled before an attribute change or [`Dcache::acl_changed`] returned is
 //!   never used after it.

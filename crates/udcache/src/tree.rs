@@ -47,6 +47,9 @@ pub(crate) struct DirState {
     /// The filesystem's last reported verifier (change attribute), if any (`Dcache::dir_changed`).
     pub(crate) verifier: AtomicU64,
     pub(crate) has_verifier: AtomicBool,
+    /// Held by a report that changes the directory, from its second look at the record to its
+    /// new record: reports take effect one at a time (see [`crate::listing`]).
+    pub(crate) reports: Mutex<()>,
     /// Its cookie-indexed listing, made on the first readdir (see [`crate::listing`]).
     pub(crate) listing: OnceLock<Listing>,
 }
@@ -58,6 +61,7 @@ impl Default for DirState {
             had_negatives: AtomicBool::new(false),
             verifier: AtomicU64::new(0),
             has_verifier: AtomicBool::new(false),
+            reports: Mutex::new(()),
             listing: OnceLock::new(),
         }
     }

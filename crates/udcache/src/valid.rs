@@ -11,11 +11,12 @@
 //!   value drawn from one process-wide counter when the directory is made and at each change,
 //!   so no two directory states share one (a directory number reused after `forget` never
 //!   matches the old one's stamps). [`Dcache::dir_changed`](crate::Dcache::dir_changed) draws
-//!   a new one (a single store, and nothing when a reported verifier is unchanged), and so does
-//!   dropping what is cached below a directory (`invalidate`, the last `forget` of a directory,
-//!   naming a nameless one), so a negative the drop could not take (held by a revalidation)
-//!   is not trusted after it; the cache's own changes (add, unlink, rename) do not, because
-//!   they keep the dentries they touch right themselves.
+//!   a new one (a single store, one change of the directory at a time, and nothing when a
+//!   reported verifier is unchanged: reports are linearizable, see [`crate::listing`]), and
+//!   so does dropping what is cached below a directory (`invalidate`, the last `forget` of a
+//!   directory, naming a nameless one), so a negative the drop could not take (held by a
+//!   revalidation) is not trusted after it; the cache's own changes (add, unlink, rename) do
+//!   not, because they keep the dentries they touch right themselves.
 //! - **Trust**: a positive dentry is fresh until its expiry; a negative one until its expiry
 //!   *and* only while its generation equals its parent's (002's negative revalidation: a
 //!   remembered miss means nothing once the directory changed). A lockless reader decides this

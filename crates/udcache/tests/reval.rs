@@ -622,6 +622,24 @@ fn a_stale_dentry_under_a_complete_listing_is_revalidated_and_the_walk_ends() {
     }
 }
 
+#[test]
+fn the_first_listing_of_a_directory_distrusts_its_older_negatives() {
+    // The negative `a` was filed before any verifier of the root was known, and `a` was then
+    // created behind the cache: nothing tells the cache whether the directory changed between
+    // the two, so the listing's verifier, the first one reported, is a change. Reported again
+    // (the next readdir, a getattr's `dir_changed`), it is not.
+    let cache = Dcache::new(Config::for_entries(64));
+    let fs: Arc<dyn Filesystem> = Arc::new(Listed);
+    cache.add_negative(ROOT_INO, b"a").unwrap();
+    let listed = cache.readdir(&fs, ROOT_INO, 0, 10).unwrap();
+    assert!(listed.entries.iter().any(|e| &*e.name == b"a"));
+    assert_eq!(lookup(&cache, ROOT_INO, "a"), "miss", "a listed name is not answered absent");
+    cache.add_negative(ROOT_INO, b"b").unwrap();
+    cache.readdir(&fs, ROOT_INO, 0, 10).unwrap();
+    cache.dir_changed(ROOT_INO, Some(7)).unwrap();
+    assert_eq!(lookup(&cache, ROOT_INO, "b"), "negative", "the same verifier: no change");
+}
+
 /// Blocks in its revalidation until released, then says the dentry holds.
 struct HeldInRevalidation(Arc<std::sync::Barrier>);
 
