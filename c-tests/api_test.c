@@ -254,6 +254,8 @@ static void test_handles(void) {
         udc_cred cred = {.size = sizeof cred};
         uint64_t stamp = 0;
         CHECK_EQ(udc_set_entry_timeout(h, 1, S("a"), 0), err);
+        /* The handle is checked first: another bad argument does not change the error. */
+        CHECK_EQ(udc_set_entry_timeout(h, 1, S("a"), UDC_TTL_CONFIGURED), err);
         CHECK_EQ(udc_walk_as(h, 1, S("a"), &cred, &w), err);
         CHECK_EQ(udc_access(h, 1, &cred, UDC_MAY_READ), err);
         CHECK_EQ(udc_cached_access(h, 1, &cred, UDC_MAY_READ), err);
@@ -760,6 +762,33 @@ static int list(udc_cache *c, uint64_t dir, uint64_t cookie, size_t max, int see
     return r;
 }
 
+/* Resolves `path` from `root` as UDC_WALK_MISS says: udc_walk, and for a miss udc_resolve of
+ * the component, whose answer decides it (NEGATIVE ends the path, POSITIVE goes on from that
+ * inode with the rest of the path). Returns UDC_WALK_FOUND (and sets *ino), another walk end,
+ * or a -errno; -1 if it has not ended after more walks than the path has components (a walk
+ * that misses the same component again and again). */
+static int walk_resolving(udc_cache *c, uint64_t root, const char *path, uint64_t *ino) {
+    size_t len = strlen(path), rounds = len + 2;
+    for (size_t round = 0; round < rounds; round++) {
+        udc_walk_result w = {.size = sizeof w};
+        int r = udc_walk(c, root, path, len, &w);
+        if (r == UDC_WALK_FOUND)
+            *ino = w.entry.ino;
+        if (r != UDC_WALK_MISS)
+            return r;
+        const char *name = path + w.offset;
+        size_t n = strcspn(name, "/");
+        udc_entry e;
+        r = udc_resolve(c, w.parent, name, n, &e);
+        if (r != UDC_POSITIVE)
+            return r == UDC_NEGATIVE ? (int)UDC_WALK_NEGATIVE : r;
+        root = e.ino;
+        path = name + n;
+        len = strlen(path);
+    }
+    return -1;
+}
+
 static void test_readdir(void) {
     udc_config cfg;
     udc_config_init(&cfg);
@@ -815,6 +844,9 @@ static void test_readdir(void) {
     CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("not-listed"), &out), UDC_NEGATIVE);
     CHECK_EQ(udc_stats_get(c, &s), 0);
     CHECK_EQ(s.complete_dir_negatives, 1);
+    /* A walk still misses the name (no negative entry): udc_resolve's answer ends it there. */
+    uint64_t ino = 0;
+    CHECK_EQ(walk_resolving(c, UDC_ROOT_INO, "not-listed/x", &ino), UDC_WALK_NEGATIVE);
 
     /* A cookie never issued: -EINVAL, *count untouched. */
     n = 99;

@@ -86,8 +86,12 @@
 #define UDC_NEGATIVE 2
 
 /**
- * `udc_walk_result.kind`: the component at `offset` is not cached in directory `parent`;
- * resolve it (`udc_resolve`) and walk again.
+ * `udc_walk_result.kind`: the component at `offset` is not cached in directory `parent` (or
+ * no longer trusted). Resolve it with `udc_resolve(parent, component)`, whose answer stands
+ * for the component at that instant: `UDC_NEGATIVE` ends the walk (the path does not exist;
+ * a complete cached listing answers so without a negative entry, so walking the same path
+ * again would miss there again, for ever); `UDC_POSITIVE` names the inode (one lookup
+ * counted): walk the rest of the path, after the component, from it.
  */
 #define UDC_WALK_MISS 0
 
@@ -816,7 +820,9 @@ int udc_lookup(struct udc_cache *cache,
  * in a directory whose complete listing is cached (see `udc_readdir`) is answered from it:
  * `UDC_NEGATIVE` without a callback call or a negative entry — only while negatives never
  * time out (`negative_timeout_ns` `UINT64_MAX`, the default): a listing has no age, so with a
- * finite timeout the callback is asked.
+ * finite timeout the callback is asked. For a walk's `UDC_WALK_MISS` the answer stands for
+ * that component: `UDC_NEGATIVE` ends the walk, `UDC_POSITIVE` lets it go on from `out->ino`
+ * (see `UDC_WALK_MISS`); `udc_walk` and `udc_lookup` may still miss the name afterwards.
  *
  * Returns `UDC_POSITIVE` (and fills `*out`), `UDC_NEGATIVE`, or `-errno`: the callback's own
  * error (not cached), `-ENOSYS` on a miss without a lookup callback, `-EIO` for a callback
@@ -848,7 +854,8 @@ int udc_resolve(struct udc_cache *cache,
  * overlaps one walks again under the rename lock). `.` stays, `..` climbs (from the root too:
  * the root's parent is itself), empty components are skipped, a trailing `/` asks for a
  * directory (`file/` is `UDC_WALK_NOTDIR`; `link/` is `UDC_WALK_SYMLINK` with the rest at
- * the slash); symlinks are reported, not followed. Counts no lookup.
+ * the slash); symlinks are reported, not followed. Counts no lookup. A `UDC_WALK_MISS` is
+ * resolved with `udc_resolve`, whose answer decides the component (see `UDC_WALK_MISS`).
  *
  * Returns `out->kind` (>= 0; see `UDC_WALK_*`), or `-EINVAL` (NULL `cache`, `out` or `path`
  * with `len > 0`; `len` over `PTRDIFF_MAX`; a component with a NUL, or `out->size` too
@@ -1132,7 +1139,8 @@ int udc_set_entry_timeout(struct udc_cache *cache,
  *
  * Returns `out->kind` (>= 0): the `UDC_WALK_*` of `udc_walk` (a `MISS` only for a name never
  * cached, dropped meanwhile, or dropped by this walk because the revalidate callback found it
- * invalid; the lookup callback is not called here: resolve it with `udc_resolve`), or
+ * invalid; the lookup callback is not called here: resolve it with `udc_resolve`, whose
+ * answer decides the component, as for `udc_walk`: see `UDC_WALK_MISS`), or
  * `UDC_WALK_DENIED`. Errors: those of `udc_walk`; `-EINVAL` also for a bad `cred`; a
  * callback's `-errno`; `-EIO` for a callback that broke its contract; `-EMLINK` as for
  * `udc_resolve` (a directory renamed behind the cache is moved, as there); `-EAGAIN` when the

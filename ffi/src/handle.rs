@@ -374,6 +374,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::lookup::{UDC_MISS, UDC_NEGATIVE, udc_lookup};
     use crate::ops::{udc_add_negative, udc_shrink};
+    use crate::reval::{UDC_TTL_CONFIGURED, udc_set_entry_timeout};
     use crate::table::FIRST_GEN;
     use crate::types::udc_entry;
 
@@ -411,6 +412,20 @@ pub(crate) mod tests {
         assert_eq!(look(handle, b"via-stale"), -libc::EBADF);
         // SAFETY: as above.
         assert_eq!(unsafe { udc_shrink(handle, 10) }, -libc::EBADF);
+        // The handle before the other arguments: a timeout that is refused as well does not
+        // hide the bad handle.
+        let name = b"via-stale";
+        // SAFETY: as above; `name` is a live slice.
+        let set = unsafe {
+            udc_set_entry_timeout(
+                handle,
+                dcache::ROOT_INO,
+                name.as_ptr().cast(),
+                name.len(),
+                UDC_TTL_CONFIGURED,
+            )
+        };
+        assert_eq!(set, -libc::EBADF);
     }
 
     #[test]

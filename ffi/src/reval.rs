@@ -232,14 +232,19 @@ pub unsafe extern "C" fn udc_set_entry_timeout(
     len: usize,
     ttl_ns: u64,
 ) -> c_int {
-    if ttl_ns == UDC_TTL_CONFIGURED {
-        return -libc::EINVAL;
-    }
-    let ttl = args::ttl(ttl_ns);
-    // SAFETY: the caller's contract, as documented.
-    unsafe {
-        crate::ops::change_name(cache, parent, name, len, |d, p, n| d.set_entry_timeout(p, n, ttl))
-    }
+    ffi_call(|| -> CResult {
+        // The handle and the name first, as every entry point checks them: a bad handle is
+        // `-EBADF` (NULL `-EINVAL`) whatever else is wrong with the call.
+        // SAFETY: the caller's contract, as documented.
+        let (cache, name) = unsafe { handle::get_named(cache, name, len) }?;
+        if ttl_ns == UDC_TTL_CONFIGURED {
+            return Err(libc::EINVAL);
+        }
+        cache.check_dir(parent)?;
+        let ttl = args::ttl(ttl_ns);
+        cache.dcache.set_entry_timeout(parent, name, ttl).map_err(fail)?;
+        Ok(0)
+    })
 }
 
 /// Resolves `path` from `root` like `udc_walk`, but revalidates names that are no longer
@@ -254,7 +259,8 @@ pub unsafe extern "C" fn udc_set_entry_timeout(
 ///
 /// Returns `out->kind` (>= 0): the `UDC_WALK_*` of `udc_walk` (a `MISS` only for a name never
 /// cached, dropped meanwhile, or dropped by this walk because the revalidate callback found it
-/// invalid; the lookup callback is not called here: resolve it with `udc_resolve`), or
+/// invalid; the lookup callback is not called here: resolve it with `udc_resolve`, whose
+/// answer decides the component, as for `udc_walk`: see `UDC_WALK_MISS`), or
 /// `UDC_WALK_DENIED`. Errors: those of `udc_walk`; `-EINVAL` also for a bad `cred`; a
 /// callback's `-errno`; `-EIO` for a callback that broke its contract; `-EMLINK` as for
 /// `udc_resolve` (a directory renamed behind the cache is moved, as there); `-EAGAIN` when the

@@ -383,11 +383,39 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         name: &[u8],
         hash: NameHash,
     ) -> Option<&'g Entry<V>> {
-        let (key, b) = self.locate_hashed(parent, name, hash);
-        let hit = self.buckets[b]
-            .find_summarised(guard, summary_bit(key), |e| e.matches(key, parent, name))?;
+        let hit = self.find(guard, (parent, name), hash)?;
         hit.touch();
         Some(hit)
+    }
+
+    /// Finds `(parent, name)` without locks, as [`lookup`](Self::lookup) does, but writes
+    /// nothing: the referenced bit is left as it is. For a caller that looks before it decides
+    /// what to change (a writer checking whether a name is present): that look is no use of
+    /// the name, and a use is what the bit tells the trimming rules and `shrink` about.
+    ///
+    /// ```
+    /// use udcache_neghash::{Config, NegHash, epoch};
+    /// let table = NegHash::new(Config::for_entries(16));
+    /// drop(table.insert(1, b"f", false, 7u64));
+    /// let guard = epoch::pin();
+    /// assert!(!table.peek(&guard, 1, b"f").unwrap().is_referenced());
+    /// assert!(table.lookup(&guard, 1, b"f").unwrap().is_referenced());
+    /// ```
+    pub fn peek<'g>(&'g self, guard: &'g Guard, parent: u64, name: &[u8]) -> Option<&'g Entry<V>> {
+        self.find(guard, (parent, name), self.name_hash(name))
+    }
+
+    /// The lockless search of [`lookup_hashed`](Self::lookup_hashed) and
+    /// [`peek`](Self::peek), writing nothing.
+    #[inline]
+    fn find<'g>(
+        &'g self,
+        guard: &'g Guard,
+        (parent, name): (u64, &[u8]),
+        hash: NameHash,
+    ) -> Option<&'g Entry<V>> {
+        let (key, b) = self.locate_hashed(parent, name, hash);
+        self.buckets[b].find_summarised(guard, summary_bit(key), |e| e.matches(key, parent, name))
     }
 
     /// Finds `(parent, name)` and holds it: a held entry is never evicted.

@@ -2,7 +2,7 @@
 //! reviews found.
 #![cfg(not(loom))]
 
-use udcache_neghash::{Config, NegHash};
+use udcache_neghash::{Config, NegHash, epoch};
 
 /// Found by the fuzzer: removing an entry from the middle of a chain joined two runs of
 /// unreferenced negatives into one longer than rule 1 allows (four in a row).
@@ -100,4 +100,23 @@ fn a_name_longer_than_u32_max_bytes_is_refused() {
     let t: NegHash<()> = NegHash::new(Config::for_entries(16));
     let name = vec![0u8; (1usize << 32) + 5];
     drop(t.insert(1, &name, true, ()));
+}
+
+/// A writer that checks whether a name is present before it changes anything (udcache's
+/// `add`, refused if the name is positive) set the entry's referenced bit through `lookup`,
+/// so a refused call gave the entry a second chance against `shrink`. `peek` finds without
+/// writing; `insert` of a present name hands it back as it was.
+#[test]
+fn peeking_and_inserting_a_present_name_leave_the_referenced_bit_as_it_was() {
+    let t: NegHash<u8> = NegHash::new(Config::with_buckets(1));
+    drop(t.insert(0, b"p", false, 1).unwrap());
+    let guard = epoch::pin();
+    assert!(!t.peek(&guard, 0, b"p").unwrap().is_referenced());
+    let found = t.insert(0, b"p", false, 2).unwrap_err();
+    assert!(!found.is_referenced(), "insert is no lookup");
+    drop(found);
+    assert!(!t.peek(&guard, 0, b"p").unwrap().is_referenced());
+    assert!(t.lookup(&guard, 0, b"p").unwrap().is_referenced());
+    assert!(t.peek(&guard, 0, b"p").unwrap().is_referenced(), "nor is it cleared");
+    assert!(t.peek(&guard, 0, b"absent").is_none());
 }

@@ -4,8 +4,9 @@
 //! # Rules
 //!
 //! - **Name table** (`names`): a dentry is a neghash entry keyed `(parent ino, name)` whose
-//!   value is a `Slot` (`dentry.rs`; null: negative; else the inode). Lookups take no lock and write only
-//!   neghash's referenced bit, and only when clear.
+//!   value is a `Slot` (`dentry.rs`; null: negative; else the inode). Lookups take no lock and
+//!   write only neghash's referenced bit, and only when clear. Writers look names up without
+//!   it (`step`, neghash's `peek`): a writer's look is no use of the name.
 //! - **Inode table** (`inodes`): a second neghash table holding only positive entries, keyed
 //!   `(0, ino as 8 bytes)`, value an `InodeRef` (inodes live in a `udcache-gp` pool: see
 //!   `recycle.rs`); lock-free to read (for `getattr`, `..` and the
@@ -438,8 +439,10 @@ impl Dcache {
     }
 
     /// `lookup` of a name already validated, fresh or not (writers decide by the slot alone).
+    /// It sets no referenced bit: a writer's look at a name is no use of it, and a refused
+    /// call must change nothing, not even the hint that keeps a dentry from eviction.
     pub(crate) fn step<'g>(&'g self, guard: &'g Guard, parent: u64, name: &[u8]) -> Lookup<'g> {
-        match self.names.lookup(guard, parent, name) {
+        match self.names.peek(guard, parent, name) {
             None => Lookup::Miss,
             Some(d) => d.value().load(guard).map_or(Lookup::Negative, Lookup::Hit),
         }

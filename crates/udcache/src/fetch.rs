@@ -213,6 +213,13 @@ impl Dcache {
     /// directory, the cached name just below the directory on the way is dropped first: the
     /// answer shows it stale, and the move then closes no cycle.
     ///
+    /// For a walk's [`Walk::Miss`](crate::Walk::Miss), this answer is the one that stands for
+    /// the missed component at that instant: [`Resolved::Negative`] ends the walk (the path
+    /// does not exist), [`Resolved::Found`] lets it go on from the inode found. Walking the
+    /// same components again is no substitute: a miss in a directory whose complete listing is
+    /// cached is answered `Negative` from the listing, filing no negative dentry (see
+    /// [`crate::listing`]), so the walk would miss there again.
+    ///
     /// Errors: a bad name; the filesystem's errno ([`Error::Backend`]), or an error filing its
     /// answer (e.g. a parent that is not a cached directory; [`Error::DirectoryAlias`] for the
     /// root, for a directory named inside itself, or for a directory whose name kept changing

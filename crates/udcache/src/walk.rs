@@ -18,7 +18,9 @@
 //!   instant. A walk never blocks except in the fallback. A dentry that is no longer trusted
 //!   ends it as a [`Walk::Miss`] at that component, counted by its
 //!   [`Reason`](crate::Reason) in [`Stats`](crate::Stats): [`Dcache::resolve`] revalidates it.
-//!   ([`Dcache::walk_as`] asks the filesystem first, without blocking.)
+//!   ([`Dcache::walk_as`] asks the filesystem first, without blocking.) What `resolve`
+//!   answers for a missed component decides it: a negative answer ends the path there, a
+//!   positive one goes on from the inode it names (see [`Walk::Miss`]).
 //! - `.` stays, `..` goes to the directory's parent (the root's parent is itself; the walk does
 //!   not stop at the `root` argument: `..` from it climbs, as `..` from a non-root process
 //!   working directory does); a parent no longer cached (forgotten while the directory stayed)
@@ -53,8 +55,18 @@ pub enum Walk<'g> {
         /// Where the missing component starts.
         at: usize,
     },
-    /// The component at `at` is not cached in directory `parent`: ask the filesystem (see
-    /// [`Dcache::resolve`]) and walk again.
+    /// The component at `at` is not cached in directory `parent` (or no longer trusted): ask
+    /// the filesystem with [`Dcache::resolve`] of `parent` and the component. Its answer is the
+    /// one that stands for the component at that instant, and the caller goes on from it, not
+    /// from another walk of the same components:
+    /// - [`Resolved::Negative`](crate::Resolved::Negative): the path does not exist; the walk
+    ///   ends as at a [`Walk::Negative`]. A complete cached listing of `parent` answers so
+    ///   without filing a negative dentry (see [`crate::listing`]), so a walk done again would
+    ///   miss the same component again, for ever.
+    /// - [`Resolved::Found`](crate::Resolved::Found): the component names that inode (one
+    ///   lookup of it counted); walk the rest of the path, after the component, from it. A
+    ///   walk from the start could miss here again (a name trusted for no time, or already
+    ///   evicted).
     Miss {
         /// The directory to look the component up in.
         parent: u64,

@@ -413,3 +413,45 @@ fn adding_a_taken_name_is_refused_before_anything_is_made() {
     }
     refused(&c, Error::DirectoryAlias(2), |c| c.add(ROOT_INO, b"d2", dir(2)));
 }
+
+/// A refused call sets no referenced bit on the dentry it named: the bit is a use's hint to
+/// the trimming rules and to `shrink`, which gives a referenced dentry a second chance. In a
+/// one-bucket cache (one LRU shard, so `shrink` takes the exact order) the older of two unused
+/// dentries must still be the one `shrink(1)` evicts after a refused call named it.
+#[test]
+fn refusals_leave_the_referenced_bit_alone() {
+    type Refusal = (&'static str, Error, fn(&Dcache) -> Result<(), Error>);
+    let on_positive: [Refusal; 3] = [
+        ("add", Error::Exists, |c| c.add(ROOT_INO, b"old", file(9))),
+        ("add of a directory", Error::Exists, |c| c.add(ROOT_INO, b"old", dir(9))),
+        ("add_negative", Error::Exists, |c| c.add_negative(ROOT_INO, b"old")),
+    ];
+    for (what, want, op) in on_positive {
+        let c = Dcache::new(Config::for_entries(16).with_buckets(1));
+        c.add(ROOT_INO, b"old", file(2)).unwrap();
+        c.add(ROOT_INO, b"new", file(3)).unwrap();
+        refused(&c, want, op);
+        assert_eq!(c.shrink(1), 1);
+        let left = (look(&c, ROOT_INO, b"old"), look(&c, ROOT_INO, b"new"));
+        assert_eq!(left, (None, Some(3)), "a refused {what} gave the old name a second chance");
+    }
+    let on_negative: [Refusal; 3] = [
+        ("add of the wrong kind", Error::KindMismatch { ino: 2 }, |c| {
+            c.add(ROOT_INO, b"old", dir(2))
+        }),
+        ("unlink", Error::NotFound, |c| c.unlink(ROOT_INO, b"old")),
+        ("rename", Error::NotFound, |c| {
+            c.rename(ROOT_INO, b"old", ROOT_INO, b"x", RenameMode::Replace)
+        }),
+    ];
+    for (what, want, op) in on_negative {
+        let c = Dcache::new(Config::for_entries(16).with_buckets(1));
+        c.add(ROOT_INO, b"f", file(2)).unwrap();
+        c.add_negative(ROOT_INO, b"old").unwrap();
+        c.add_negative(ROOT_INO, b"new").unwrap();
+        refused(&c, want, op);
+        assert_eq!(c.shrink(1), 1); // negatives first
+        let left = (look(&c, ROOT_INO, b"old"), look(&c, ROOT_INO, b"new"));
+        assert_eq!(left, (None, Some(0)), "a refused {what} gave the old name a second chance");
+    }
+}

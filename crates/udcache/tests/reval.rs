@@ -640,6 +640,25 @@ fn the_first_listing_of_a_directory_distrusts_its_older_negatives() {
     assert_eq!(lookup(&cache, ROOT_INO, "b"), "negative", "the same verifier: no change");
 }
 
+/// A name the complete listing lacks, with no dentry, is answered `Negative` by `resolve`
+/// without a negative dentry (by design), so the lockless walk keeps missing it. The protocol
+/// `Walk::Miss` prescribes acts on `resolve`'s answer and ends at once; walking again after a
+/// negative answer, as it once said, never ended (`resolve_path` gave up after its walks).
+#[test]
+fn a_name_absent_from_a_complete_listing_ends_the_walk_at_resolves_answer() {
+    let cache = Dcache::new(Config::for_entries(64)); // negatives never time out
+    let fs: Arc<dyn Filesystem> = Arc::new(Listed);
+    assert!(cache.readdir(&fs, ROOT_INO, 0, 10).unwrap().eof);
+    for path in ["x", "x/y"] {
+        let (end, walks) = common::resolve_path(&cache, &*fs, None, path, 20);
+        assert_eq!((end, walks), (End::Negative, 1), "{path}");
+    }
+    assert_eq!(lookup(&cache, ROOT_INO, "x"), "miss", "no negative dentry filed");
+    assert_eq!(cache.stats().complete_dir_negatives, 2);
+    // A name the listing holds: found by `resolve`, then the rest (nothing) walked from it.
+    assert_eq!(common::resolve_path(&cache, &*fs, None, "a", 20), (End::Found(2), 2));
+}
+
 /// Blocks in its revalidation until released, then says the dentry holds.
 struct HeldInRevalidation(Arc<std::sync::Barrier>);
 
