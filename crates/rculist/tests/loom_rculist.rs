@@ -34,14 +34,14 @@ adapter!(LA = Node { link: Link });
 adapter!(HA = Node { hlink: HLink });
 adapter!(BA = Node { bare: BareLink });
 
+fn node(id: usize, freed: &Freed) -> Arc<Node> {
+    let (link, hlink, bare) = (Link::new(), HLink::new(), BareLink::new());
+    Arc::new(Node { id, link, hlink, bare, freed: freed.clone() })
+}
+
 fn nodes(n: usize) -> (Freed, Vec<Arc<Node>>) {
     let freed: Freed = Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
-    let v = (0..n)
-        .map(|id| {
-            let (link, hlink, bare) = (Link::new(), HLink::new(), BareLink::new());
-            Arc::new(Node { id, link, hlink, bare, freed: freed.clone() })
-        })
-        .collect();
+    let v = (0..n).map(|id| node(id, &freed)).collect();
     (freed, v)
 }
 
@@ -125,6 +125,35 @@ fn traverse_vs_push_remove() {
         if let Some(p) = pos(3) {
             assert_eq!(p, seen.len() - 1, "{seen:?}");
         }
+    });
+}
+
+/// Traverse vs push_front on 1, 2 of a node 0 the writer makes: 1 and 2 are seen exactly
+/// once and in order, 0 at most once and only first. The node is made on the writer's thread
+/// (as a cache makes its entries), so only the publishing store's Release makes its link's
+/// `next` (and its making) visible to a reader that reaches it: with that store Relaxed, the
+/// reader may read the `next` the node was made with (null), and end its walk before 1. A
+/// push at the back (above) stores the null a new node is made with, and its node is made
+/// before the reader starts, so it cannot tell.
+#[test]
+fn traverse_vs_push_front_of_a_new_node() {
+    model(|| {
+        let freed: Freed = Arc::new((0..3).map(|_| AtomicBool::new(false)).collect());
+        let list = Arc::new(List::<LA>::new());
+        {
+            let mut w = list.lock();
+            for id in 1..3 {
+                w.push_back(node(id, &freed)).unwrap();
+            }
+        }
+        let writer = {
+            let (list, freed) = (list.clone(), freed.clone());
+            loom::thread::spawn(move || list.lock().push_front(node(0, &freed)).unwrap())
+        };
+        let (seen, valid) = walk(&list, &freed);
+        writer.join().unwrap();
+        assert!(valid, "no move ran");
+        assert!(seen == [1, 2] || seen == [0, 1, 2], "{seen:?}");
     });
 }
 
