@@ -18,7 +18,9 @@
 //!   A fill that brings a verifier the listing did not know moves the epoch itself — the
 //!   first one after the cache was made or told of an unknown change too — so of two fills
 //!   that ran side by side and saw different directories, the first one back is kept and
-//!   the other goes to its reader only.
+//!   the other goes to its reader only. A kept fill is cut where the cached pages already go
+//!   on, and one whose cookie another reader's fill covered while it ran is not kept at all
+//!   (the reader resolves again and reads the cached page): see `listing.rs`.
 //!
 //! What a reader observes: every entry it gets comes from a fresh page (filled under the
 //! verifier current when it is read) or from its own fill, so a change announced before a read
@@ -130,6 +132,9 @@ enum Filled {
     Kept(PageId, u64),
     /// Another reader's fill of the same cookie finished (kept or not): resolve again.
     Waited,
+    /// The cookie was cached by another reader's fill while this one ran, so this one kept
+    /// nothing: resolve again.
+    Covered,
     /// The directory changed while the fill ran: these entries are for this read only.
     Uncached(Batch),
 }
@@ -210,6 +215,7 @@ impl<B: Backend + 'static> DirCache<B> {
                     (st, filled) = d.fill(st, at, max, &mut victims);
                     match filled {
                         Ok(Filled::Kept(id, start)) => kept.push((id, start)),
+                        Ok(Filled::Covered) => {}
                         Ok(Filled::Waited) => {
                             // That fill may have failed, gone to its own reader only, or had
                             // its page evicted or made stale before this read looked again:
@@ -428,7 +434,10 @@ impl<B: Backend + 'static> Dir<B> {
                 if changed {
                     Counters::add(&c.invalidations, 1);
                 }
-                let id = st.listing.insert(at, fill, 0);
+                let Some(id) = st.listing.try_insert(at, fill, 0) else {
+                    // Another reader's fill of an earlier cookie covered this one meanwhile.
+                    return (st, Ok(Filled::Covered));
+                };
                 let before = victims.len();
                 let key = self.shared.lru().charge(self.me.clone(), id, victims);
                 Counters::add(&c.evictions, (victims.len() - before) as u64);

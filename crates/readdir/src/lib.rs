@@ -17,9 +17,10 @@
 //!
 //! ## The algorithm
 //!
-//! - **Pages and an exact index.** Each backend call ([`Backend::fill`]) becomes a page. An
-//!   index maps every cookie — the one the page was filled at and each entry's — to the position
-//!   of the entry after it. Resuming anywhere the cache has been is one hash lookup.
+//! - **Pages and an exact index.** Each backend call ([`Backend::fill`]) becomes a page, cut
+//!   where the cached pages already go on so that no two hold the same stretch. An index maps
+//!   every cookie — the one the page was filled at and each entry's — to the position of the
+//!   entry after it. Resuming anywhere the cache has been is one hash lookup.
 //! - **Fills only for gaps, coalesced.** A cookie at the end of a page, or not in the index, is
 //!   filled from the backend at exactly that cookie, with no lock held; readers wanting the same
 //!   cookie meanwhile wait for that one call.

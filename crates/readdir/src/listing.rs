@@ -7,8 +7,9 @@
 //! a cookie to the position of the entry that follows it: `(page, slot)`, where
 //! `slot == page.len()` marks the end of that page — the end of the directory if the page is
 //! final, else a *gap* that the next fill at that cookie closes. A page filled at cookie `c`
-//! maps `c -> (page, 0)` and each entry's cookie to the slot after it, so every cookie the cache
-//! ever handed out resumes in O(1) expected, whatever its value.
+//! maps `c -> (page, 0)` and each entry's cookie to the slot after it (where no other fresh page
+//! already leads on from that cookie: see the rules), so every cookie the cache ever handed out
+//! resumes in O(1) expected, whatever its value.
 //!
 //! # Rules
 //!
@@ -16,14 +17,27 @@
 //!   changes. Only fresh pages are served. Stale pages stay until a reader touches them (then
 //!   they are dropped) or the LRU evicts them: invalidation is lazy, O(1).
 //! - A new page's mapping replaces an old one only if the old one is stale or a gap. A fresh
-//!   mapping that already leads somewhere is kept: two fresh pages agree (same verifier, same
-//!   contents), and keeping the old one means inserting never breaks a chain others follow.
-//! - Removing a page removes exactly the mappings that point at it.
+//!   mapping that already *leads on* (into a page's entries, or to the end of a final page)
+//!   is kept: two fresh pages agree (same verifier, same contents), and keeping the old one
+//!   means inserting never breaks a chain others follow.
+//! - A new page ends where the fresh pages already lead on: it is cut after its first entry
+//!   whose cookie leads on (and is then not final), so its end leads into the page that holds
+//!   the rest; if its start cookie already leads on, it is not kept at all (a fill that ran
+//!   while another covered its cookie). So no cookie is held *inside* two fresh pages (as the
+//!   start or an entry's cookie other than the last), and every cookie held inside a fresh
+//!   page is mapped into that page.
+//! - Removing a page removes exactly the mappings that point at it. By the rule above, those
+//!   are exactly the cookies held inside it: nothing another page still holds goes unindexed.
+//!   A page whose end led into it now ends at an unindexed cookie (filled when reached).
 //! - *Complete*: the fresh chain from cookie 0 reaches a final page. `frontier` is the cookie
 //!   up to which that chain is known intact; inserting only extends it, removing a fresh page
 //!   or changing the epoch resets it, so checking completeness costs O(pages) between
 //!   removals. (A stale page is on no fresh chain: removing one keeps a complete listing
 //!   complete.)
+//! - Since every cookie inside a fresh page maps into it, a reader resuming anywhere follows
+//!   the chain: the pages a read from cookie 0 passes through are the chain's. A pass from 0
+//!   to the end with no fresh page removed and no epoch change meanwhile (its fills only
+//!   insert, and each insert extends the frontier) leaves the listing complete.
 //!
 //! Everything here runs under the directory's lock: a `&mut Listing` is only reachable through
 //! that lock's guard (see `dir.rs`).
@@ -235,9 +249,21 @@ impl Listing {
         Ok(())
     }
 
-    /// Keeps `fill`, made at `start`, as a fresh page with LRU key `lru`. Returns its id.
-    pub fn insert(&mut self, start: u64, fill: Fill, lru: u64) -> PageId {
+    /// Keeps `fill`, made at `start`, as a fresh page with LRU key `lru`, cut after its first
+    /// entry whose cookie a fresh page already leads on from. Returns its id, or `None` if a
+    /// fresh page already leads on from `start` itself (another fill covered it while this
+    /// one ran): then nothing is kept.
+    pub fn try_insert(&mut self, start: u64, mut fill: Fill, lru: u64) -> Option<PageId> {
         debug_assert_eq!(Some(fill.verifier), self.verifier, "a kept page carries the verifier");
+        if self.leads_on(start) {
+            return None;
+        }
+        // The page ends where the cached listing already goes on: its end then leads into
+        // the page that holds the rest, and no cookie is held inside two fresh pages.
+        if let Some(i) = fill.entries.iter().position(|e| self.leads_on(e.cookie)) {
+            fill.entries.truncate(i + 1);
+            fill.eof = false;
+        }
         let id = match self.free.pop() {
             Some(id) => id,
             None => {
@@ -264,19 +290,21 @@ impl Listing {
         }
         debug_assert!(len <= u32::MAX as usize);
         self.extend_frontier();
-        id
+        Some(id)
+    }
+
+    /// Whether `cookie` is mapped into a fresh page's entries or to the end of a final one:
+    /// a mapping that leads somewhere, which a new page never replaces.
+    fn leads_on(&self, cookie: u64) -> bool {
+        self.index.get(&cookie).is_some_and(|old| {
+            let p = self.page(old.page);
+            p.epoch == self.epoch && ((old.slot as usize) < p.entries.len() || p.eof)
+        })
     }
 
     /// Installs `cookie -> pos` unless a fresh mapping that leads somewhere is already there.
     fn map(&mut self, cookie: u64, pos: Pos) {
-        let replace = match self.index.get(&cookie) {
-            None => true,
-            Some(old) => {
-                let p = self.page(old.page);
-                p.epoch != self.epoch || (old.slot as usize == p.entries.len() && !p.eof)
-            }
-        };
-        if replace {
+        if !self.leads_on(cookie) {
             self.index.insert(cookie, pos);
         }
     }
@@ -392,6 +420,13 @@ impl Listing {
 mod tests {
     use super::*;
 
+    impl Listing {
+        /// Inserts a page that must be kept.
+        fn insert(&mut self, start: u64, fill: Fill, lru: u64) -> PageId {
+            self.try_insert(start, fill, lru).expect("kept")
+        }
+    }
+
     fn fill(cookies: &[u64], eof: bool, v: u64) -> Fill {
         Fill {
             entries: cookies.iter().map(|&c| Entry::new(format!("n{c}"), c, 8, c)).collect(),
@@ -481,10 +516,39 @@ mod tests {
         let mut l = Listing::default();
         l.adopt(0, Verifier(1));
         let a = l.insert(0, fill(&[1, 2, 3], true, 1), 1);
-        // A page filled at 1 ends at 2: it must not turn 2 into a gap.
-        l.insert(1, fill(&[2], false, 1), 2);
+        // A page filled at 7 ends at 2: it must not turn 2 into a gap.
+        l.insert(7, fill(&[2], false, 1), 2);
         assert_eq!(l.resolve(2), Resolve::Hit(Pos { page: a, slot: 2 }));
         assert!(l.is_complete());
+    }
+
+    #[test]
+    fn a_page_ends_where_the_cached_listing_goes_on() {
+        let mut l = Listing::default();
+        l.adopt(0, Verifier(1));
+        let a = l.insert(3, fill(&[4, 5], true, 1), 1);
+        // A fill at 2 reads on past 3, which `a` already leads on from: the page is cut
+        // after 3, and its end leads into `a`.
+        let b = l.insert(2, fill(&[3, 4, 5], true, 1), 2);
+        assert_eq!((l.page(b).entries.len(), l.page(b).eof), (1, false));
+        assert_eq!(l.resolve(3), Resolve::Hit(Pos { page: a, slot: 0 }));
+        let c = l.insert(0, fill(&[1, 2, 3], false, 1), 3);
+        assert_eq!(l.page(c).entries.len(), 2);
+        assert!(l.is_complete());
+        // A fill at a cookie the cache already leads on from keeps nothing.
+        assert_eq!(l.try_insert(1, fill(&[2, 3], false, 1), 4), None);
+        assert_eq!(l.try_insert(4, fill(&[5], true, 1), 4), None);
+        assert_eq!(l.pages(), 3);
+        // No cookie is held inside two pages, so removing `a` takes only what `a` alone held:
+        // the chain from 0 stops at 3, the one cookie left to fill.
+        l.remove(a);
+        assert!(!l.is_complete());
+        assert_eq!(l.resolve(0), Resolve::Hit(Pos { page: c, slot: 0 }));
+        assert_eq!(l.resolve(2), Resolve::Hit(Pos { page: b, slot: 0 }));
+        assert_eq!(l.resolve(3), Resolve::Unknown);
+        l.insert(3, fill(&[4, 5], true, 1), 5);
+        assert!(l.is_complete());
+        assert_eq!(l.lookup(b"n6"), Lookup::Absent);
     }
 
     #[test]

@@ -4,9 +4,12 @@
 use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 
 use udcache_readdir::reference::{CookieStyle, MemDir};
-use udcache_readdir::{Backend, Entry, Error, Fill, FillError, Lookup, ReaddirCache, Verifier};
+use udcache_readdir::{
+    Backend, Batch, DirCache, Entry, Error, Fill, FillError, Lookup, ReaddirCache, Verifier,
+};
 
 fn cache(budget: usize, page: usize) -> ReaddirCache {
     ReaddirCache::new(NonZeroUsize::new(budget).unwrap(), NonZeroUsize::new(page).unwrap())
@@ -205,10 +208,12 @@ fn zero_max_is_invalid() {
     assert_eq!(dir.backend().calls(), 0);
 }
 
-/// A directory whose fill at cookie 0 reads the listing, then waits at a gate before it
-/// returns: a slow reader that saw the directory before a change made behind the cache.
+/// A directory whose fill at cookie `slow` reads the listing, then waits at a gate before it
+/// returns: a slow reader that saw the directory before a change made behind the cache, or
+/// that another reader's fill overtakes.
 struct SlowStart {
     dir: MemDir,
+    slow: u64,
     entered: std::sync::Mutex<bool>,
     gate: std::sync::Mutex<bool>,
     opened: std::sync::Condvar,
@@ -217,7 +222,7 @@ struct SlowStart {
 impl Backend for SlowStart {
     fn fill(&self, cookie: u64, max: usize) -> Result<Fill, FillError> {
         let fill = self.dir.fill(cookie, max);
-        if cookie == 0 {
+        if cookie == self.slow {
             *self.entered.lock().unwrap() = true;
             let mut open = self.gate.lock().unwrap();
             while !*open {
@@ -228,29 +233,44 @@ impl Backend for SlowStart {
     }
 }
 
-#[test]
-fn a_fill_that_read_an_older_directory_never_replaces_a_newer_one_kept_before_it() {
+impl SlowStart {
+    /// Lets the fill waiting at the gate return.
+    fn open(&self) {
+        *self.gate.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+/// A cache of 16-entry pages over n0..n4, and a reader whose read at cookie `slow` has read
+/// the directory and waits at the gate.
+fn slow_reader(slow: u64) -> (DirCache<SlowStart>, JoinHandle<Batch>) {
     let dir = cache(64, 16).dir(SlowStart {
         dir: MemDir::with_entries(CookieStyle::Ordered, 100, 0..5),
+        slow,
         entered: Default::default(),
         gate: Default::default(),
         opened: Default::default(),
     });
-    // No verifier is known yet. A reader's fill at cookie 0 reads n0..n4 and waits.
-    let slow = {
+    let reader = {
         let dir = dir.clone();
-        std::thread::spawn(move || dir.read(0, 16).unwrap())
+        std::thread::spawn(move || dir.read(slow, 16).unwrap())
     };
     while !*dir.backend().entered.lock().unwrap() {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
+    (dir, reader)
+}
+
+#[test]
+fn a_fill_that_read_an_older_directory_never_replaces_a_newer_one_kept_before_it() {
+    // No verifier is known yet. A reader's fill at cookie 0 reads n0..n4 and waits.
+    let (dir, slow) = slow_reader(0);
     // n50 is created behind the cache; a reader resuming at n2 sees it and returns first.
     let newer = dir.backend().dir.insert(50).unwrap();
     let resumed = dir.read(MemDir::new(CookieStyle::Ordered, 100).cookie(2), 16).unwrap();
     assert!(resumed.entries.iter().any(|e| &*e.name == b"n50"));
     assert_eq!(dir.verifier(), Some(newer));
-    *dir.backend().gate.lock().unwrap() = true;
-    dir.backend().opened.notify_all();
+    dir.backend().open();
     slow.join().unwrap();
     // The slow reader got what it read, but the cache kept the newer listing.
     assert_eq!(dir.verifier(), Some(newer));
@@ -336,4 +356,55 @@ fn a_cursor_rejects_a_zero_max_at_the_end_too() {
     assert!(c.is_eof());
     // `Cursor::read` has the errors of `DirCache::read`: `max == 0` is EINVAL wherever it is.
     assert_eq!(c.read(0), Err(Error::InvalidArgument("max must be at least 1")));
+}
+
+#[test]
+fn a_pass_served_from_pages_that_overlapped_leaves_the_listing_complete() {
+    let cache = cache(3, 3);
+    // n0..n4, at cookies 1..5.
+    let dir = cache.dir(MemDir::with_entries(CookieStyle::Ordered, 100, 0..5));
+    let other = cache.dir(MemDir::with_entries(CookieStyle::Ordered, 100, 0..5));
+    // Readers resuming at cookies 3, 2 and 0 fill a page at each, in that order: the fills
+    // overlap (each reads on into what the one before it holds).
+    assert!(dir.read(3, 8).unwrap().eof);
+    assert!(dir.read(2, 8).unwrap().eof);
+    assert!(dir.read(0, 8).unwrap().eof);
+    assert!(dir.is_complete());
+    assert_eq!(dir.backend().calls(), 3);
+    // Touch the pages filled at 2 and 0; a read of the other directory then evicts the one
+    // filled at 3, the least recently used.
+    dir.read(2, 1).unwrap();
+    dir.read(0, 1).unwrap();
+    other.read(0, 8).unwrap();
+    assert_eq!(cache.stats().evictions, 1);
+    assert!(!dir.is_complete(), "the chain from 0 lost a page");
+    // A full pass from the start. Whatever it reads from the cache or the backend, it ends
+    // with the chain from 0 cached again: the directory is complete and answers misses.
+    let evictions = cache.stats().evictions;
+    let mut c = dir.cursor();
+    while !c.read(2).unwrap().is_empty() {}
+    assert!(dir.is_complete(), "a full pass from 0 left it incomplete");
+    assert_eq!(dir.lookup(b"n77"), Lookup::Absent);
+    assert!(matches!(dir.lookup(b"n3"), Lookup::Present(_)));
+    // The pass refilled only what the evicted page alone held, and evicted none of ours.
+    assert_eq!(dir.backend().calls(), 4);
+    assert_eq!(cache.stats().evictions, evictions + 1, "the other directory's page");
+    assert_eq!(other.cached_pages(), 0);
+}
+
+#[test]
+fn a_fill_whose_cookie_another_fill_covered_meanwhile_is_not_kept() {
+    // A reader's fill at cookie 3 (after n2) reads n3 and n4, and waits.
+    let (dir, slow) = slow_reader(3);
+    // Meanwhile a fill at 0 caches the whole directory, cookie 3 and what follows included.
+    assert!(dir.read(0, 16).unwrap().eof);
+    assert!(dir.is_complete());
+    dir.backend().open();
+    let late = slow.join().unwrap();
+    let names: Vec<&[u8]> = late.entries.iter().map(|e| &*e.name).collect();
+    assert_eq!((names, late.eof), (vec![&b"n3"[..], b"n4"], true));
+    // The slow fill would hold cookies 3..5 a second time: it is not kept.
+    assert_eq!(dir.cached_pages(), 1, "two pages hold the same cookies");
+    assert_eq!(dir.backend().dir.calls(), 2);
+    assert!(dir.is_complete());
 }
