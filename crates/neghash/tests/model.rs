@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use udcache_neghash::{Config, Held, NegHash, epoch};
+use udcache_neghash::trim::MAX_RUN;
+use udcache_neghash::{Config, Held, NegHash, Shape, epoch};
 
 type Key = (u64, Vec<u8>);
 
@@ -56,14 +57,42 @@ impl Model<'_> {
     }
 }
 
+/// The bounds of the trimming rules, read off each chain: no run of more than `MAX_RUN`
+/// unreferenced unused negatives (rule 1, when on), at most `cap` unused negatives (rule 2).
+/// Stated here from the rules, not taken from `verify`, so the model does not lean on the
+/// checks of the code it tests.
+fn check_bounds(table: &NegHash<()>) -> Result<(), TestCaseError> {
+    let config = table.config();
+    for b in 0..table.buckets() {
+        let shape = table.bucket_shape(b);
+        let evictable = |s: &Shape| s.negative && !s.held;
+        if config.rule1() {
+            let longest = shape
+                .split(|s| !evictable(s) || s.referenced)
+                .map(<[Shape]>::len)
+                .max()
+                .unwrap_or(0);
+            prop_assert!(longest <= MAX_RUN, "bucket {}: a run of {}: {:?}", b, longest, shape);
+        }
+        if let Some(cap) = config.cap() {
+            let unused = shape.iter().filter(|s| evictable(s)).count();
+            prop_assert!(unused <= cap, "bucket {}: {} over cap {}: {:?}", b, unused, cap, shape);
+        }
+    }
+    Ok(())
+}
+
 fn check(table: &NegHash<()>, model: &mut Model<'_>) -> Result<(), TestCaseError> {
+    check_bounds(table)?;
     let guard = epoch::pin();
     // Entries the model expects: positives and held ones must be there; unused negatives may
-    // have been evicted (and unused positives by shrink, which syncs the model itself).
+    // have been evicted (and unused positives by shrink, which syncs the model itself). Looked
+    // for with `peek`: a lookup sets the referenced bit, which ends runs, so looking up every
+    // entry after every operation would leave rule 1 no run to trim.
     let keys: Vec<Key> = model.entries.keys().cloned().collect();
     for key in keys {
         let negative = model.entries[&key];
-        match table.lookup(&guard, key.0, &key.1) {
+        match table.peek(&guard, key.0, &key.1) {
             Some(e) => prop_assert_eq!(e.is_negative(), negative, "kind of {:?}", key),
             None => {
                 prop_assert!(negative, "positive entry {:?} vanished", key);
@@ -155,7 +184,7 @@ fn run(config: Config, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let gone: Vec<Key> = model
                     .entries
                     .keys()
-                    .filter(|k| table.lookup(&guard, k.0, &k.1).is_none())
+                    .filter(|k| table.peek(&guard, k.0, &k.1).is_none())
                     .cloned()
                     .collect();
                 for k in gone {
