@@ -506,6 +506,23 @@ fn is_dir(ino: u64) -> bool {
     DIRS.contains(&ino)
 }
 
+/// Follows `path` from the root in the model: `step` answers each component in its directory
+/// (the inode it names, or how the path ends there); a component after a non-directory ends
+/// it as `NotDir`.
+fn model_walk(path: &str, mut step: impl FnMut(u64, usize, &str) -> Result<u64, End>) -> End {
+    let mut cur = ROOT_INO;
+    for (at, name) in components(path) {
+        if !is_dir(cur) {
+            return End::NotDir(at);
+        }
+        match step(cur, at, name) {
+            Ok(ino) => cur = ino,
+            Err(end) => return end,
+        }
+    }
+    End::Found(cur)
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Verif {
     None,
@@ -924,30 +941,19 @@ impl Rig {
         let guard = epoch::pin();
         let got = end_of(&self.cache.walk(&guard, ROOT_INO, path).unwrap());
         drop(guard);
-        let mut cur = ROOT_INO;
-        let mut want = None;
-        for (at, name) in components(path) {
-            if !is_dir(cur) {
-                want = Some(End::NotDir(at));
-                break;
-            }
+        let model = &mut self.model;
+        let want = model_walk(path, |cur, at, name| {
             let k = (cur, name.as_bytes().to_vec());
-            if let Some(why) = self.model.stale(&k) {
-                self.model.counts.fallbacks[reason_index(why)] += 1;
+            if let Some(why) = model.stale(&k) {
+                model.counts.fallbacks[reason_index(why)] += 1;
             }
-            match self.model.trusted(&k) {
-                None => {
-                    want = Some(End::Miss(cur, at));
-                    break;
-                }
-                Some(None) => {
-                    want = Some(End::Negative(at));
-                    break;
-                }
-                Some(Some(ino)) => cur = ino,
+            match model.trusted(&k) {
+                None => Err(End::Miss(cur, at)),
+                Some(None) => Err(End::Negative(at)),
+                Some(Some(ino)) => Ok(ino),
             }
-        }
-        prop_assert_eq!(got, want.unwrap_or(End::Found(cur)), "walk {}", path);
+        });
+        prop_assert_eq!(got, want, "walk {}", path);
         self.no_calls("a plain walk")
     }
 
@@ -1174,13 +1180,7 @@ impl Rig {
         settled: &BTreeMap<(u64, u32), bool>,
         got: End,
     ) -> Result<(), TestCaseError> {
-        let mut cur = ROOT_INO;
-        let mut want = None;
-        for (at, name) in components(path) {
-            if !is_dir(cur) {
-                want = Some(End::NotDir(at));
-                break;
-            }
+        let want = model_walk(path, |cur, at, name| {
             if let Some(uid) = uid {
                 let allowed = match self.model.access_live(cur, uid) {
                     Some(rights) => rights.contains(Mask::EXEC),
@@ -1190,8 +1190,7 @@ impl Rig {
                         .unwrap_or(self.rights(cur, uid).contains(Mask::EXEC)),
                 };
                 if !allowed {
-                    want = Some(End::Denied(cur, at));
-                    break;
+                    return Err(End::Denied(cur, at));
                 }
             }
             let k = (cur, name.as_bytes().to_vec());
@@ -1201,15 +1200,9 @@ impl Rig {
                 None if listed => None,
                 None => self.truth(&k),
             };
-            match answer {
-                None => {
-                    want = Some(End::Negative(at));
-                    break;
-                }
-                Some(ino) => cur = ino,
-            }
-        }
-        prop_assert_eq!(got, want.unwrap_or(End::Found(cur)), "{} as {:?}", path, uid);
+            answer.ok_or(End::Negative(at))
+        });
+        prop_assert_eq!(got, want, "{} as {:?}", path, uid);
         Ok(())
     }
 
