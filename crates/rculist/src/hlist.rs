@@ -200,6 +200,11 @@ macro_rules! reader_api {
         /// [`find`](Self::find) among nodes whose summary bits include some of `bits`: if
         /// the chain's summary has none of them, `None` without reading a member. Sound only
         /// if writers add each node's bits before inserting it (see [`crate::head`]).
+        ///
+        /// Always inlined, so the predicate is compiled into the walk of the chain rather than
+        /// reached through a closure kept on the stack: a hash-table lookup is this call and
+        /// little else (`udcache-neghash`'s lookups use it on every path-walk step).
+        #[inline(always)]
         pub fn find_summarised<'g>(
             &'g self,
             guard: &'g Guard,
