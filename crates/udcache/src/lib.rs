@@ -143,35 +143,32 @@
 //! reused for another name after the pool's own grace period ([`Stats::dentries_recycled`]);
 //! [`Dcache::shrink`] gives parked cells back to the allocator.
 //!
-//! Not done for certain: the `lookup` benchmark's targets. udcache ≤ papaya per component at one
-//! thread holds in a minority of runs on this 2-core shared machine; two threads over one ≥ 1.8 in
-//! most. Alternating pairs of full runs (ratios from the same run) gave a median of 1.11 (9 pairs,
-//! 0.87–1.41) against papaya, and 1.33 (1.17–1.55) for the build before names were hashed a word at
-//! a time and compared inline; two threads over one, median 2.15 (1.77–2.54). Other days read
-//! otherwise (28 runs once gave a median of 1.004, 4 pairs another day 1.24): the host's other
-//! tenants move every figure. What brought the ratio down from about 1.5: the pools make dentries
-//! side by side in blocks of their own (up to 2 MiB, on huge pages: see `udcache_gp`), so a walk
-//! needs few TLB entries; the name table has two buckets per entry and each chain puts its older
-//! positives first, so a step reads few other dentries before its own; a walk's answer carries the
-//! leaf's number from its dentry ([`Named`]), so no step loads an inode; the next component is
-//! hashed while the current step waits on memory, by a SipHash-1-3 that reads the name a word at a
-//! time; and the name compare is inlined into the chain walk. What remains shows in a probe that
-//! walks random leaves of the benchmark's tree (55,986 names) in batches of 20,000, udcache and
-//! papaya alternating in one process: 1.2 to 1.4 times papaya's time per component. On this machine
-//! a walk's time is its count of misses in the 1 MiB second-level cache: a chain of dependent loads
-//! over 1 MiB costs 16 ns a load, over 4 MiB 160 ns, over 32 MiB 190 to 255 ns (the shared last
-//! level helps little). A cache simulator with a 1 MiB last level counts 9.4 misses per walk
-//! against papaya's 8.0, and 413 instructions per component against 336. Chains are not the cause
-//! (a hit reads 1.05 dentries); the dentry's size is: a step reads 78 of its 112 bytes (the name
-//! starts at offset 64), which always span two lines, and the second line, read only to compare the
-//! name, is 1.5 of the misses per walk. A build that skipped the name compare (unsound; a
-//! measurement) walked 1.23 to 1.36 times papaya's time against 1.36 to 1.46. Fitting the hot bytes
-//! in one line would take 64-byte-aligned dentries (128 bytes each, past the 128-byte budget with
-//! the tables; a prototype of that was no faster) or a shorter inline name; the bucket heads on a
-//! huge page changed nothing that noise did not hide. A tree of 258 names, which fits in the
-//! caches, still walks 0.9 to 1.2 times papaya's time: the name's SipHash (about 105 instructions
-//! of the 413; papaya's hashes its longer key) overlaps the previous step's wait only when there is
-//! one. Not done.
+//! The `lookup` benchmark's targets, on this 2-core shared machine, where the host's other
+//! tenants move every figure (ratios from one run each): udcache ≤ papaya per component at one
+//! thread held in 21 of 22 full runs on 2026-12-02 (median 0.875, 0.732–1.100), after SipHash
+//! and the summarised chain search were inlined into a lookup; the build before that change,
+//! alternating with it the same day, read a median of 0.937 (19 runs, 0.732–1.082, 4 above 1),
+//! and on earlier days medians of 1.11 (9 runs) and 1.24 (4 runs): on a day like those the
+//! target may not hold. Two threads over one, median 2.01 over the same 22 runs (1.24–2.85; 6
+//! below 1.8, when the host gave the second core to someone else). What brought the ratio down
+//! from about 1.5: the pools make dentries side by side in blocks of their own (up to 2 MiB, on
+//! huge pages: see `udcache_gp`), so a walk needs few TLB entries; the name table has two
+//! buckets per entry and each chain puts its older positives first, so a step reads few other
+//! dentries before its own; a walk's answer carries the leaf's number from its dentry
+//! ([`Named`]), so no step loads an inode; the next component is hashed while the current step
+//! waits on memory, by a SipHash-1-3 that reads the name a word at a time, compiled into the
+//! step with the chain search and the name compare. What remains: a cache simulator with a
+//! 1 MiB last level (the second-level cache here) counts 9.2 misses per walk of the
+//! benchmark's tree against papaya's 8.1, and 395 instructions per component against 282
+//! (SipHash alone is about 105 of them). Chains are not the cause (a hit reads 1.05 dentries);
+//! the dentry's size is: a step reads its first 70 bytes (from the chain link to the end of a
+//! 14-byte name) of 112, which always span two lines, and the second line, read only to
+//! compare the name, is about 1.5 of the misses per walk. A build
+//! that skipped the name compare (unsound; a measurement) walked 1.23 to 1.36 times papaya's
+//! time against 1.36 to 1.46 in a probe. Fitting the hot bytes in one line would take
+//! 64-byte-aligned dentries (128 bytes each, past the 128-byte budget with the tables; a
+//! prototype of that was no faster) or a shorter inline name; the bucket heads on a huge page
+//! changed nothing that noise did not hide.
 //! A dentry's sequence count covers its inode and validity word, not its place in the tree: a
 //! rename makes a new dentry, and walks are validated by the global rename sequence, which is
 //! coarser than the kernel's per-dentry check (any rename sends overlapping walks to the
