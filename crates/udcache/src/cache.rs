@@ -340,7 +340,8 @@ impl Dcache {
     }
 
     /// Looks `name` up in directory `parent` without locks; a hit writes nothing shared but
-    /// neghash's referenced bit (once). Counts no lookup (see [`Dcache::resolve`]). A dentry
+    /// neghash's referenced bit (once; [`peek`](Self::peek) looks without that write). Counts
+    /// no lookup (see [`Dcache::resolve`]). A dentry
     /// that is no longer trusted (expired, or negative in a changed directory: see
     /// [`Timeouts`]) is a [`Lookup::Miss`]: [`Dcache::resolve`] revalidates it.
     ///
@@ -376,9 +377,59 @@ impl Dcache {
         parent: u64,
         name: &[u8],
     ) -> Result<Found<'g>, Stale<'g>> {
+        self.judged(guard, parent, self.names.lookup(guard, parent, name))
+    }
+
+    /// Looks `name` up in directory `parent` as [`lookup`](Self::lookup) does, but as no use
+    /// of the dentry: its referenced bit is left as it is, so what [`shrink`](Self::shrink)
+    /// and the negative-trimming rules see of it does not change. For a caller that checks
+    /// what the cache holds without acting on the name (a consistency check, a debugger, a
+    /// statistics pass); everything else, `lookup`'s answer included, is the same.
+    ///
+    /// ```
+    /// use udcache::{Config, Dcache, Lookup, ROOT_INO, epoch};
+    /// // One bucket, so one LRU shard: `shrink` takes the least recently used first.
+    /// let two_misses = || {
+    ///     let cache = Dcache::new(Config::for_entries(64).with_buckets(1));
+    ///     cache.add_negative(ROOT_INO, b"old").unwrap();
+    ///     cache.add_negative(ROOT_INO, b"new").unwrap();
+    ///     cache
+    /// };
+    /// let guard = epoch::pin();
+    /// let left = |cache: &Dcache, name: &[u8]| {
+    ///     matches!(cache.peek(&guard, ROOT_INO, name), Ok(Lookup::Negative))
+    /// };
+    /// // Peeked at, "old" is still the least recently used: the first to go.
+    /// let peeked = two_misses();
+    /// assert!(left(&peeked, b"old"));
+    /// assert_eq!(peeked.shrink(1), 1);
+    /// assert!(!left(&peeked, b"old") && left(&peeked, b"new"));
+    /// // Looked up, it was used: it gets a second chance and "new" goes.
+    /// let used = two_misses();
+    /// assert!(matches!(used.lookup(&guard, ROOT_INO, b"old"), Ok(Lookup::Negative)));
+    /// assert_eq!(used.shrink(1), 1);
+    /// assert!(left(&used, b"old") && !left(&used, b"new"));
+    /// ```
+    pub fn peek<'g>(
+        &'g self,
+        guard: &'g Guard,
+        parent: u64,
+        name: &[u8],
+    ) -> Result<Lookup<'g>, Error> {
+        validate_name(name)?;
+        let found = self.judged(guard, parent, self.names.peek(guard, parent, name));
+        Ok(found.map_or(Lookup::Miss, Lookup::from))
+    }
+
+    /// [`judge`](Self::judge) of what the name table found for a name of `parent`.
+    fn judged<'g>(
+        &'g self,
+        guard: &'g Guard,
+        parent: u64,
+        entry: Option<&'g DentryEntry>,
+    ) -> Result<Found<'g>, Stale<'g>> {
         let dir_gen = || self.inode(guard, parent).map_or(0, Inode::dir_gen);
-        let hash = self.names.name_hash(name);
-        self.checked(guard, parent, (name, hash), dir_gen, || self.ticks.now())
+        self.judge(guard, entry, dir_gen, || self.ticks.now())
     }
 
     /// `lookup` of a name already validated, trusting only a fresh dentry; a stale one is
@@ -394,9 +445,20 @@ impl Dcache {
         dir_gen: impl FnOnce() -> u32,
         now: impl FnOnce() -> u32,
     ) -> Result<Found<'g>, Stale<'g>> {
-        let Some(entry) = self.names.lookup_hashed(guard, parent, name, hash) else {
-            return Ok(Found::Miss);
-        };
+        self.judge(guard, self.names.lookup_hashed(guard, parent, name, hash), dir_gen, now)
+    }
+
+    /// Whether the dentry the name table found (if any) is trusted now: as
+    /// [`checked`](Self::checked) answers.
+    #[inline]
+    fn judge<'g>(
+        &'g self,
+        guard: &'g Guard,
+        entry: Option<&'g DentryEntry>,
+        dir_gen: impl FnOnce() -> u32,
+        now: impl FnOnce() -> u32,
+    ) -> Result<Found<'g>, Stale<'g>> {
+        let Some(entry) = entry else { return Ok(Found::Miss) };
         // Both at one instant: the dentry's sequence count (see `dentry.rs`).
         let (child, word) = entry.snapshot(guard);
         match word.check(child.is_none(), dir_gen, now) {
