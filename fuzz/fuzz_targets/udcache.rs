@@ -607,10 +607,10 @@ fn check(cache: &Dcache, model: &mut Model, shrunk: Option<(usize, usize)>) {
 
 fuzz_target!(|input: Input| {
     let policy = if input.drop_on_unlink { UnlinkPolicy::Drop } else { UnlinkPolicy::Negative };
-    // 1, 2, 4 or 8 buckets: few, so that negatives share them (the trimming rules are per
-    // bucket).
+    // 1 to 16 buckets, powers of two: few, so that negatives share them (the trimming rules
+    // are per bucket); at 16, more buckets than LRU shards on a small machine.
     let config = Config::for_entries(64)
-        .with_buckets(1 << (input.buckets % 4))
+        .with_buckets(1 << (input.buckets % 5))
         .with_negative_cap(input.cap.map(|c| usize::from(c % 8)))
         .with_unlink_policy(policy);
     let cache = Dcache::new(config);

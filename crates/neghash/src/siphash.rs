@@ -14,8 +14,9 @@
 /// Always inlined: called, the key and the state went through the stack, and the call stood
 /// between a walk's steps where the hash should overlap the previous step's wait on memory.
 /// Inlined together with [`HListBl::find_summarised`](udcache_rculist::HListBl::find_summarised),
-/// a cached walk's time per component fell by about 8% (the `lookup` benchmark's ratio to
-/// papaya, median of 8 alternating pairs of full runs: 0.96 to 0.88, lower in every pair).
+/// a cached walk's time per component fell by about 7% (the `lookup` benchmark's ratio to
+/// papaya, full runs alternating with the build before, one day: median 0.875 over 22 runs
+/// against 0.937 over 19; lower in 16 of 19 pairs).
 #[inline(always)]
 pub(crate) fn siphash<const C: usize, const D: usize>([k0, k1]: [u64; 2], message: &[u8]) -> u64 {
     let mut v = State([

@@ -233,6 +233,10 @@ impl<'g> From<Lookup<'g>> for Found<'g> {
     }
 }
 
+/// A search of the name table: counted as a use of the dentry it finds
+/// ([`NegHash::lookup`]) or not ([`NegHash::peek`]).
+type Search<'g> = fn(&'g NegHash<Dentry>, &'g Guard, u64, &[u8]) -> Option<&'g DentryEntry>;
+
 /// A dentry a lockless reader found but may not trust: what revalidating it needs.
 pub(crate) struct Stale<'g> {
     pub(crate) entry: &'g DentryEntry,
@@ -319,18 +323,21 @@ impl Dcache {
         Ok(cache)
     }
 
-    /// The cached inode numbered `ino`, borrowed for the guard's life. No lock.
+    /// The cached inode numbered `ino`, borrowed for the guard's life. No lock, and no write:
+    /// the inode table is searched with `peek`, since nothing reads its referenced bits (it
+    /// holds no negatives to trim and is never shrunk: inodes leave by `forget`).
     pub fn inode<'g>(&'g self, guard: &'g Guard, ino: u64) -> Option<&'g Inode> {
         if ino == ROOT_INO {
             return Some(&self.root);
         }
-        self.inodes.lookup(guard, INODE_KEY_PARENT, &ino_key(ino))?.value().load(guard)
+        self.inodes.peek(guard, INODE_KEY_PARENT, &ino_key(ino))?.value().load(guard)
     }
 
     /// A counted reference to the cached inode numbered `ino`.
     pub(crate) fn inode_arc(&self, ino: u64) -> Option<InodeRef> {
         let guard = epoch::pin();
-        self.inodes.lookup(&guard, INODE_KEY_PARENT, &ino_key(ino))?.value().load_counted(&guard)
+        // `peek`: as in `inode`.
+        self.inodes.peek(&guard, INODE_KEY_PARENT, &ino_key(ino))?.value().load_counted(&guard)
     }
 
     /// The children and listing of cached directory `ino`, borrowed under `guard` with no
@@ -361,13 +368,7 @@ impl Dcache {
         parent: u64,
         name: &[u8],
     ) -> Result<Lookup<'g>, Error> {
-        validate_name(name)?;
-        Ok(self.fresh(guard, parent, name))
-    }
-
-    /// `lookup` of a name already validated.
-    pub(crate) fn fresh<'g>(&'g self, guard: &'g Guard, parent: u64, name: &[u8]) -> Lookup<'g> {
-        self.fresh_or_stale(guard, parent, name).map_or(Lookup::Miss, Lookup::from)
+        self.look(guard, (parent, name), NegHash::lookup)
     }
 
     /// [`fresh`](Self::fresh), telling a stale dentry (`Err`) from no dentry (`Found::Miss`).
@@ -416,8 +417,18 @@ impl Dcache {
         parent: u64,
         name: &[u8],
     ) -> Result<Lookup<'g>, Error> {
+        self.look(guard, (parent, name), NegHash::peek)
+    }
+
+    /// [`lookup`](Self::lookup) or [`peek`](Self::peek), by how the name table is searched.
+    fn look<'g>(
+        &'g self,
+        guard: &'g Guard,
+        (parent, name): (u64, &[u8]),
+        search: Search<'g>,
+    ) -> Result<Lookup<'g>, Error> {
         validate_name(name)?;
-        let found = self.judged(guard, parent, self.names.peek(guard, parent, name));
+        let found = self.judged(guard, parent, search(&self.names, guard, parent, name));
         Ok(found.map_or(Lookup::Miss, Lookup::from))
     }
 

@@ -100,28 +100,26 @@
 //!
 //! ## Status
 //!
-//! Exists: [`Dcache`] with [`Config`] (entries or buckets, negative cap, [`UnlinkPolicy`],
-//! readdir budget); [`Inode`] (number, type, filesystem data, FUSE lookup count, `..`,
-//! lock-free attribute snapshots with expiry); [`Dcache::lookup`], [`Dcache::walk`] (rename
-//! sequence validation, locked fallback), [`Dcache::resolve`] with a [`Filesystem`] and
-//! coalesced misses; [`Dcache::add`] (with instantiation), [`Dcache::add_negative`],
-//! [`Dcache::unlink`], [`Dcache::rename`] (replace, no-replace, exchange),
-//! [`Dcache::invalidate`] of a subtree, [`Dcache::forget`], [`Dcache::shrink`] (negatives
-//! first, then positives, least recently used first per LRU shard); positive children kept
-//! apart from negatives ([`Dcache::children`], [`Dcache::walk_tree`] with [`Visit`] continue /
+//! Exists: [`Dcache`] with [`Config`] (entries or buckets, negative cap, [`UnlinkPolicy`], readdir
+//! budget); [`Inode`] (number, type, filesystem data, FUSE lookup count, `..`, lock-free attribute
+//! snapshots with expiry); [`Dcache::lookup`] (and [`Dcache::peek`], which marks nothing used),
+//! [`Dcache::walk`] (rename sequence validation, locked fallback), [`Dcache::resolve`] with a
+//! [`Filesystem`] and coalesced misses; [`Dcache::add`] (with instantiation),
+//! [`Dcache::add_negative`], [`Dcache::unlink`], [`Dcache::rename`] (replace, no-replace,
+//! exchange), [`Dcache::invalidate`] of a subtree, [`Dcache::forget`], [`Dcache::shrink`]
+//! (negatives first, then positives, least recently used first per LRU shard); positive children
+//! kept apart from negatives ([`Dcache::children`], [`Dcache::walk_tree`] with [`Visit`] continue /
 //! skip / skip-siblings / quit); listings through per-directory `udcache-readdir` caches
-//! ([`Dcache::readdir`]) whose complete listings answer misses without negative dentries
-//! (where negatives never time out);
-//! [`Stats`] printable like `dentry-state`. Tests: every operation and refusal
-//! (`tests/ops.rs`, `tests/tree.rs`), coalescing with real threads, a rename storm with an
-//! oracle (`tests/storm.rs`), writers against writers with a consistency check of slots,
-//! aliases and children maps (`tests/writers.rs`), loom models of a walk against a rename,
-//! `getattr` against `setattr`, a lookup against unlink and reuse of its inode number, a
-//! walk against the invalidation of its directory (`tests/loom_invalidate.rs`), and walks
-//! against `shrink` of their path and the last `forget` of their directory, with its number
-//! reused for another file (`tests/loom_reclaim.rs`), and walks against an exchange and an
-//! instantiation, and two misses of one name making one filesystem call
-//! (`tests/loom_writers.rs`).
+//! ([`Dcache::readdir`]) whose complete listings answer misses without negative dentries (where
+//! negatives never time out); [`Stats`] printable like `dentry-state`. Tests: every operation and
+//! refusal (`tests/ops.rs`, `tests/tree.rs`), coalescing with real threads, a rename storm with an
+//! oracle (`tests/storm.rs`), writers against writers with a consistency check of slots, aliases
+//! and children maps (`tests/writers.rs`), loom models of a walk against a rename, `getattr`
+//! against `setattr`, a lookup against unlink and reuse of its inode number, a walk against the
+//! invalidation of its directory (`tests/loom_invalidate.rs`), and walks against `shrink` of their
+//! path and the last `forget` of their directory, with its number reused for another file
+//! (`tests/loom_reclaim.rs`), and walks against an exchange and an instantiation, and two misses of
+//! one name making one filesystem call (`tests/loom_writers.rs`).
 //!
 //! Revalidation and the access cache (issue 11): [`Timeouts`] and a [`clock::Clock`] in
 //! [`Config`]; per-dentry validity ([`Dcache::set_entry_timeout`]); [`Dcache::dir_changed`]
@@ -159,7 +157,7 @@
 //! waits on memory, by a SipHash-1-3 that reads the name a word at a time, compiled into the
 //! step with the chain search and the name compare. What remains: a cache simulator with a
 //! 1 MiB last level (the second-level cache here) counts 9.2 misses per walk of the
-//! benchmark's tree against papaya's 8.1, and 395 instructions per component against 282
+//! benchmark's tree against papaya's 8.1, and 366 instructions per component against 282
 //! (SipHash alone is about 105 of them). Chains are not the cause (a hit reads 1.05 dentries);
 //! the dentry's size is: a step reads its first 70 bytes (from the chain link to the end of a
 //! 14-byte name) of 112, which always span two lines, and the second line, read only to
