@@ -97,6 +97,7 @@ static void test_bad_names(void) {
         int err = b[i].err;
         udc_entry e = ent(11, UDC_TYPE_REG, 0);
         CHECK_EQ(udc_lookup(c, UDC_ROOT_INO, b[i].name, b[i].len, &out), err);
+        CHECK_EQ(udc_peek(c, UDC_ROOT_INO, b[i].name, b[i].len, &out), err);
         CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, b[i].name, b[i].len, &out), err);
         CHECK_EQ(udc_add(c, UDC_ROOT_INO, b[i].name, b[i].len, &e), err);
         CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, b[i].name, b[i].len), err);
@@ -234,6 +235,7 @@ static void test_handles(void) {
         char text[64];
         udc_ops ops = {.size = sizeof ops};
         CHECK_EQ(udc_lookup(h, 1, S("a"), &e), err);
+        CHECK_EQ(udc_peek(h, 1, S("a"), &e), err);
         CHECK_EQ(udc_resolve(h, 1, S("a"), &e), err);
         CHECK_EQ(udc_walk(h, 1, S("a"), &w), err);
         CHECK_EQ(udc_add(h, 1, S("a"), &e), err);
@@ -283,6 +285,7 @@ static void test_names(void) {
     counts before = count_of(c);
     CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("f"), NULL), -EINVAL);
     CHECK_EQ(udc_lookup(c, UDC_ROOT_INO, S("f"), NULL), -EINVAL);
+    CHECK_EQ(udc_peek(c, UDC_ROOT_INO, S("f"), NULL), -EINVAL);
     CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("f"), NULL), -EINVAL);
     /* Bad entries: inode 0, unknown type, the root inode. */
     udc_entry bad = ent(0, UDC_TYPE_REG, 0);
@@ -897,6 +900,36 @@ static void test_readdir(void) {
     udc_cache_destroy(c);
 }
 
+/* ---- peek: a lookup that marks nothing used ----------------------------------------------- */
+
+/* udc_peek answers as udc_lookup does (a positive fills *out), but is no use of the entry: with
+ * one bucket (so one LRU shard), udc_shrink takes a peeked negative first, the least recently
+ * used, and gives a looked-up one a second chance. */
+static void test_peek(void) {
+    for (int used = 0; used <= 1; used++) {
+        udc_config cfg;
+        udc_config_init(&cfg);
+        cfg.buckets = 1;
+        udc_cache *c = NULL;
+        CHECK_EQ(udc_cache_new(&cfg, &c), 0);
+        udc_entry f = ent(7, UDC_TYPE_REG, 9), out = {0};
+        CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("file"), &f), 0);
+        CHECK_EQ(udc_peek(c, UDC_ROOT_INO, S("file"), &out), UDC_POSITIVE);
+        CHECK(out.ino == 7 && out.fs_data == 9);
+        CHECK_EQ(udc_peek(c, UDC_ROOT_INO, S("none"), &out), UDC_MISS);
+        CHECK_EQ(udc_peek(c, 7, S("x"), &out), -ENOTDIR);
+        CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, S("old")), 0);
+        CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, S("new")), 0);
+        int (*search)(udc_cache *, uint64_t, const char *, size_t, udc_entry *) =
+            used ? udc_lookup : udc_peek;
+        CHECK_EQ(search(c, UDC_ROOT_INO, S("old"), &out), UDC_NEGATIVE);
+        CHECK_EQ(udc_shrink(c, 1), 1); /* negatives first */
+        CHECK_EQ(udc_peek(c, UDC_ROOT_INO, S("old"), &out), used ? UDC_NEGATIVE : UDC_MISS);
+        CHECK_EQ(udc_peek(c, UDC_ROOT_INO, S("new"), &out), used ? UDC_MISS : UDC_NEGATIVE);
+        udc_cache_destroy(c);
+    }
+}
+
 /* ---- invalidate, shrink, stats ------------------------------------------------------------ */
 
 static void test_invalidate_shrink_stats(void) {
@@ -1506,6 +1539,7 @@ int main(void) {
     test_attr();
     test_resolve();
     test_readdir();
+    test_peek();
     test_invalidate_shrink_stats();
     test_children();
     test_unlink_negatives_go_with_their_directory();

@@ -812,6 +812,22 @@ int udc_lookup(struct udc_cache *cache,
                struct udc_entry *out);
 
 /**
+ * `udc_lookup` that is no use of the entry: its referenced bit is left as it is, so what
+ * `udc_shrink` and the negative-trimming rules see of it does not change; nothing is written.
+ * For a caller that checks what the cache holds without acting on the name. Same answers,
+ * same errors, same contract as `udc_lookup`.
+ *
+ * # Safety
+ *
+ * As `udc_lookup`.
+ */
+int udc_peek(struct udc_cache *cache,
+             uint64_t parent,
+             const char *name,
+             size_t len,
+             struct udc_entry *out);
+
+/**
  * The FUSE lookup: the cached answer, else the lookup callback's (filed in the cache, a
  * negative answer as a negative entry). A cached name no longer trusted (its timeout passed,
  * or it is negative and its directory changed) is first revalidated (the revalidate callback,

@@ -1,10 +1,11 @@
-//! Reading names: `udc_lookup` (lockless, cache only), `udc_resolve` (the FUSE lookup: cache,
-//! else the filesystem's callback), `udc_walk` (a whole path, lockless) and `udc_children` (a
-//! directory's positive children).
+//! Reading names: `udc_lookup` (lockless, cache only; `udc_peek` too, marking nothing used),
+//! `udc_resolve` (the FUSE lookup: cache, else the filesystem's callback), `udc_walk` (a whole
+//! path, lockless) and `udc_children` (a directory's positive children).
 
 use std::ffi::{c_char, c_int, c_void};
 
-use dcache::{Lookup, Resolved, Walk, epoch};
+use dcache::epoch::Guard;
+use dcache::{Dcache, Error, Lookup, Resolved, Walk, epoch};
 
 use crate::args::{self, Out, versioned};
 use crate::errors::{CResult, fail, fail_fs, ffi_call};
@@ -101,11 +102,49 @@ pub unsafe extern "C" fn udc_lookup(
     len: usize,
     out: *mut udc_entry,
 ) -> c_int {
+    // SAFETY: the caller's contract, the same as `cached`'s.
+    unsafe { cached(cache, (parent, name, len), out, Dcache::lookup) }
+}
+
+/// `udc_lookup` that is no use of the entry: its referenced bit is left as it is, so what
+/// `udc_shrink` and the negative-trimming rules see of it does not change; nothing is written.
+/// For a caller that checks what the cache holds without acting on the name. Same answers,
+/// same errors, same contract as `udc_lookup`.
+///
+/// # Safety
+///
+/// As `udc_lookup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn udc_peek(
+    cache: *mut udc_cache,
+    parent: u64,
+    name: *const c_char,
+    len: usize,
+    out: *mut udc_entry,
+) -> c_int {
+    // SAFETY: the caller's contract, the same as `cached`'s.
+    unsafe { cached(cache, (parent, name, len), out, Dcache::peek) }
+}
+
+/// A cache-only search of the name table: `Dcache::lookup` or `Dcache::peek`.
+type Search = for<'g> fn(&'g Dcache, &'g Guard, u64, &[u8]) -> Result<Lookup<'g>, Error>;
+
+/// `udc_lookup` and `udc_peek`, by `search`.
+///
+/// # Safety
+///
+/// As `udc_lookup` (the name is `len` bytes at `name`).
+unsafe fn cached(
+    cache: *mut udc_cache,
+    (parent, name, len): (u64, *const c_char, usize),
+    out: *mut udc_entry,
+    search: Search,
+) -> c_int {
     ffi_call(|| -> CResult {
         // SAFETY: the caller's contract, as documented.
         let (cache, name, out) = unsafe { read_args(cache, parent, name, len, out) }?;
         let guard = epoch::pin();
-        match cache.dcache.lookup(&guard, parent, name).map_err(fail)? {
+        match search(&cache.dcache, &guard, parent, name).map_err(fail)? {
             Lookup::Hit(inode) => {
                 out.write(udc_entry::of_inode(inode));
                 Ok(UDC_POSITIVE)
