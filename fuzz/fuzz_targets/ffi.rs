@@ -18,7 +18,8 @@
 //! - after every call the cache is still sound through the API: counters are sane and
 //!   monotonic, the lookup callback ran exactly as often as the cache counts, a known name that
 //!   no call has touched still walks to its inode, every child `udc_children` reports is
-//!   found by `udc_lookup`, and a second cache that no call touches is unchanged.
+//!   found by `udc_lookup`, and a second cache that no call touches is unchanged;
+//! - `udc_peek` right after a `udc_lookup` answers what it answered, errors included.
 #![no_main]
 
 use std::cell::{Cell, RefCell};
@@ -41,7 +42,7 @@ use udcache_ffi::handle::{
 };
 use udcache_ffi::lookup::{
     UDC_MISS, UDC_NEGATIVE, UDC_POSITIVE, UDC_WALK_DENIED, UDC_WALK_FOUND, udc_children,
-    udc_lookup, udc_resolve, udc_walk, udc_walk_result,
+    udc_lookup, udc_peek, udc_resolve, udc_walk, udc_walk_result,
 };
 use udcache_ffi::ops::{
     udc_add, udc_add_negative, udc_count_lookup, udc_forget, udc_invalidate, udc_rename,
@@ -200,7 +201,7 @@ enum StampArg {
 
 #[derive(Arbitrary, Debug)]
 enum Op {
-    Lookup { h: H, parent: InoArg, name: NameArg, out_null: bool },
+    Lookup { h: H, parent: InoArg, name: NameArg, out_null: bool, peek: bool },
     Resolve { h: H, parent: InoArg, name: NameArg, out_null: bool },
     Walk { h: H, root: InoArg, path: PathArg, out_null: bool, size: i8 },
     Children { h: H, dir: InoArg, stop_after: Option<u8> },
@@ -1199,7 +1200,7 @@ fn run(w: &mut World<'_>, op: &Op) {
     let readdir_calls = w.fs.readdir_calls.get();
     let (reval_calls, access_calls) = (w.fs.reval_calls.get(), w.fs.access_calls.get());
     match op {
-        Op::Lookup { h, parent, name, out_null } => {
+        Op::Lookup { h, parent, name, out_null, peek } => {
             let (c, hf) = w.handle(*h);
             let (parent, name) = (ino(*parent), CName::new(name));
             let mut e = udc_entry::default();
@@ -1211,6 +1212,15 @@ fn run(w: &mut World<'_>, op: &Op) {
             expect("lookup", r, &faults, UDC_MISS..=UDC_NEGATIVE, &[ESTALE, ENOTDIR]);
             if r == UDC_POSITIVE {
                 assert!(e.ino != 0 && (1..=4).contains(&e.r#type), "lookup gave {e:?}");
+            }
+            if *peek {
+                // udc_peek answers what udc_lookup just answered, errors included.
+                let mut p = udc_entry::default();
+                let out: *mut udc_entry = if *out_null { ptr::null_mut() } else { &mut p };
+                // SAFETY: as for lookup.
+                let again = unsafe { udc_peek(c, parent, name.ptr(), name.len, out) };
+                assert_eq!(again, r, "peek after lookup");
+                assert_eq!((p.ino, p.r#type, p.fs_data), (e.ino, e.r#type, e.fs_data), "peek");
             }
         }
         Op::Resolve { h, parent, name, out_null } => {

@@ -27,8 +27,9 @@
 //!   registered under at the address of its `Arc` (see `home.rs`); the pool takes the number
 //!   back when it drops. The last entry freed after its table drops the pool, which frees the
 //!   cells once their grace periods have passed.
-//! - **Memory.** Parked cells stay in the pool for reuse; [`NegHash::shrink`] (the
-//!   memory-pressure hook) also gives back those whose grace period has passed.
+//! - **Memory.** Parked cells stay in the pool for reuse;
+//!   [`NegHash::shrink`](crate::NegHash::shrink) (the memory-pressure hook) also gives back
+//!   those whose grace period has passed.
 //! - **Under loom** a freed entry is dropped but its cell and its count of the pool are
 //!   leaked: a model's deferred functions (the chains' releases) may run while loom tears down
 //!   its statics, where the pool's grace-period cookies can no longer be read. The pool's own
@@ -96,7 +97,7 @@ unsafe impl<V: Send + Sync + 'static> Sync for EntryRef<V> {}
 
 impl<V: Send + Sync + 'static> EntryRef<V> {
     /// A new entry with one count in `cell`, a cell of `pool`; `make` builds it, given the
-    /// pool to remember. (Cells are taken with [`EntryPool::alloc`] before the bucket lock: the
+    /// pool to remember. (Cells are taken with [`GpPool::alloc`] before the bucket lock: the
     /// pool may run deferred functions while it looks for a reusable cell.)
     pub(crate) fn new(
         cell: PoolBox<'_, Cell<V>>,

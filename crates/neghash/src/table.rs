@@ -109,7 +109,7 @@ impl Config {
         self
     }
 
-    /// Scan resistance (see [`trim`](crate::trim)): admission — a first-time negative that
+    /// Scan resistance (see [`crate::trim`]): admission — a first-time negative that
     /// would lengthen a full run is evicted itself rather than an older entry — and ghosts — a
     /// negative re-created soon after its eviction is protected as a refault. On by default;
     /// off gives the 2020 rule exactly.
