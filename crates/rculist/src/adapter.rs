@@ -1,7 +1,7 @@
 //! Adapters: how a list finds the link inside a node and the node around a link.
 //!
 //! A node type embeds one [`Link`](crate::Link) or [`HLink`](crate::HLink) per list it can sit
-//! on, and declares one adapter per link with the [`adapter!`](crate::adapter) macro:
+//! on, and declares one adapter per link with the [`adapter!`](macro@crate::adapter) macro:
 //!
 //! ```
 //! use udcache_rculist::{HLink, Link, adapter};
@@ -19,7 +19,7 @@
 //!
 //! An adapter also names the owning pointer its list holds for each node
 //! ([`Adapter::Pointer`]). The form above picks `Arc<Dentry>`; a node that lives elsewhere, say in
-//! a pool, names its own [`NodePtr`](crate::NodePtr) type after the link:
+//! a pool, names its own [`NodePtr`] type after the link:
 //!
 //! ```
 //! # use udcache_rculist::{HLink, adapter};
@@ -42,8 +42,8 @@ use crate::NodePtr;
 ///
 /// # Safety
 ///
-/// Implement it only through [`adapter!`](crate::adapter), or uphold what the macro guarantees:
-/// `link_ptr(v)` points at a field of `*v` (same allocation, fixed offset), and
+/// Implement it only through [`adapter!`](macro@crate::adapter), or uphold what the macro
+/// guarantees: `link_ptr(v)` points at a field of `*v` (same allocation, fixed offset), and
 /// `value_ptr(link_ptr(v)) == v` for every `v`, preserving the provenance of the link pointer.
 /// (What the [`Pointer`](Adapter::Pointer) must uphold is the contract of its own unsafe trait,
 /// [`NodePtr`].)
@@ -52,8 +52,8 @@ pub unsafe trait Adapter {
     /// a grace period on another thread, hence `Send + Sync + 'static`.
     type Value: Send + Sync + 'static;
     /// The owning pointer a list holds for each of its nodes: `Arc<Self::Value>` for adapters
-    /// declared by the plain form of [`adapter!`](crate::adapter), or any [`NodePtr`] (a counted
-    /// handle to a pooled object, for example). Insertions take one, removals hand it back
+    /// declared by the plain form of [`adapter!`](macro@crate::adapter), or any [`NodePtr`] (a
+    /// counted handle to a pooled object, for example). Insertions take one, removals hand it back
     /// (through [`Unlinked`](crate::Unlinked) where readers may still stand on the node).
     type Pointer: NodePtr<Target = Self::Value>;
     /// The link type embedded in the node: [`Link`](crate::Link) or [`HLink`](crate::HLink).
@@ -78,12 +78,12 @@ pub unsafe trait Adapter {
 ///
 /// `adapter!(pub Name = Node { field: Link });` declares `pub struct Name;` implementing
 /// [`Adapter`] with `Value = Node`, `Link = Link` and `Pointer = Arc<Node>`. The field's type
-/// must be the named link type (a mismatch does not compile). See
-/// [the module docs](crate::adapter) for an example.
+/// must be the named link type (a mismatch does not compile). See [the crate docs](crate)
+/// for an example.
 ///
 /// `adapter!(pub Name = Node { field: Link }, pointer = Ptr);` does the same with
-/// `Pointer = Ptr`, which must implement [`NodePtr`](crate::NodePtr) with `Target = Node`
-/// (see [`NodePtr`](crate::NodePtr) for an example).
+/// `Pointer = Ptr`, which must implement [`NodePtr`] with `Target = Node`
+/// (see [`NodePtr`] for an example).
 #[macro_export]
 macro_rules! adapter {
     ($(#[$meta:meta])* $vis:vis $name:ident = $value:ty { $field:ident : $link:ty }) => {

@@ -9,7 +9,7 @@
 //! [`Unlinked::to_ptr`](crate::Unlinked::to_ptr)).
 //!
 //! Which pointer a list uses is the adapter's choice ([`Adapter::Pointer`](crate::Adapter)):
-//! [`adapter!`](crate::adapter) picks `Arc<Node>` unless told otherwise with
+//! [`adapter!`](macro@crate::adapter) picks `Arc<Node>` unless told otherwise with
 //! `adapter!(Name = Node { field: Link }, pointer = MyPtr<Node>)`. Any type that upholds the
 //! [`NodePtr`] contract will do, for example a counted handle to an object that lives in a pool
 //! and goes back to the pool when the last handle is dropped (udcache's name table keeps its
@@ -108,7 +108,7 @@ use std::sync::Arc;
 /// alive. A list turns the reference it is given into a raw pointer while the node is linked
 /// and back into a value when the node leaves, and lets readers that want a node of their own
 /// make new references from the raw pointer. [`Arc`] is the usual choice (and what
-/// [`adapter!`](crate::adapter) picks unless told otherwise); see [the module docs](self) for
+/// [`adapter!`](macro@crate::adapter) picks unless told otherwise); see [the module docs](self) for
 /// others and an example.
 ///
 /// # Safety

@@ -371,7 +371,8 @@ impl Dcache {
         self.look(guard, (parent, name), NegHash::lookup)
     }
 
-    /// [`fresh`](Self::fresh), telling a stale dentry (`Err`) from no dentry (`Found::Miss`).
+    /// What [`lookup`](Self::lookup) answers of a name already validated, telling a stale
+    /// dentry (`Err`) from no dentry (`Found::Miss`).
     pub(crate) fn fresh_or_stale<'g>(
         &'g self,
         guard: &'g Guard,

@@ -7,7 +7,7 @@
 //!   the pool (parked). Readers never own objects; they only read them while pinned.
 //! - **Free** (`PoolBox::free`, drop, or [`GpPool::free_raw`]): the caller has already
 //!   unpublished the object. Under its thread's shard lock the pool takes a cookie
-//!   ([`get_state`](crate::get_state): a SeqCst fence and a load) and parks the object in the
+//!   ([`get_state`]: a SeqCst fence and a load) and parks the object in the
 //!   batch for that cookie. Every `request_every`th free of a shard also asks for a grace period
 //!   to start (after the lock is dropped), so one grace period serves many frees.
 //! - **Alloc**: an object of the thread's shard's oldest batch (the one freed last within it)

@@ -206,7 +206,7 @@ impl Runs {
     ///
     /// # Safety
     ///
-    /// `slot` was made by [`Runs::make`] of this table, is owned by the caller, is freed once,
+    /// `slot` was made by [`Runs::make_at`] of this table, is owned by the caller, is freed once,
     /// and no reader can still see it.
     pub(crate) unsafe fn free<T>(&self, slot: NonNull<Slot<T>>) {
         // SAFETY: the caller owns the live slot and nothing refers to it any more.
