@@ -348,9 +348,9 @@ impl Dcache {
 
     /// Looks `name` up in directory `parent` without locks; a hit writes nothing shared but
     /// neghash's referenced bit (once; [`peek`](Self::peek) looks without that write). Counts
-    /// no lookup (see [`Dcache::resolve`]). A dentry
-    /// that is no longer trusted (expired, or negative in a changed directory: see
-    /// [`Timeouts`]) is a [`Lookup::Miss`]: [`Dcache::resolve`] revalidates it.
+    /// no lookup (see [`Dcache::resolve`]). A dentry that is no longer trusted (expired, or
+    /// negative in a changed directory: see [`Timeouts`]) is a [`Lookup::Miss`]:
+    /// [`Dcache::resolve`] revalidates it.
     ///
     /// ```
     /// use udcache::{Config, Dcache, FileType, InodeSpec, Lookup, ROOT_INO, epoch};
