@@ -5,12 +5,14 @@
  *       renameat2 with RENAME_EXCHANGE or RENAME_NOREPLACE; prints "ok" or the error.
  *   fstool populate DIR N
  *       creates DIR/stable_00000 .. stable_<N-1> (empty files).
- *   fstool listcheck DIR N PASSES [BUFSIZE [PAUSE_US]]
+ *   fstool listcheck DIR N PASSES [BUFSIZE [PAUSE_US [external]]]
  *       lists DIR PASSES times with getdents64 (BUFSIZE bytes per call, default 2048; pausing
  *       PAUSE_US microseconds after each call, default 0, to let more changes in) while a
  *       child process creates and deletes DIR/churn_* files; checks that every stable_* entry
  *       appears exactly once per pass and no churn_* entry twice, and that the child changed the
- *       directory during every pass. Kills and waits for only its own child.
+ *       directory during every pass. Kills and waits for only its own child. With `external`,
+ *       another program (a second NFS client) makes the churn: no child is started, and the
+ *       caller checks that the directory changed meanwhile.
  *   fstool mix DIR NAMES SECONDS SEED
  *       for SECONDS, random operations on DIR/n0 .. DIR/n<NAMES-1>: create, mkdir, symlink, link,
  *       rename (plain, RENAME_NOREPLACE, RENAME_EXCHANGE), unlink, rmdir, lstat; errors such as
@@ -52,7 +54,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: fstool rename2 exchange|noreplace OLD NEW\n"
 			"       fstool populate DIR N\n"
-			"       fstool listcheck DIR N PASSES [BUFSIZE [PAUSE_US]]\n"
+			"       fstool listcheck DIR N PASSES [BUFSIZE [PAUSE_US [external]]]\n"
 			"       fstool mix DIR NAMES SECONDS SEED\n"
 			"       fstool compare MOUNT BACKING NAMES\n"
 			"       fstool endpos DIR\n");
@@ -162,7 +164,7 @@ static int cmp_long(const void *a, const void *b)
 
 /* One listing pass: 0 if every check held, 1 if not (reported). */
 static int list_pass(const char *path, long n, size_t bufsize, long pause_us, int pass,
-		     volatile uint64_t *changes)
+		     volatile uint64_t *changes, int external)
 {
 	unsigned char *seen = calloc((size_t)n, 1);
 	char *buf = malloc(bufsize);
@@ -245,7 +247,7 @@ static int list_pass(const char *path, long n, size_t bufsize, long pause_us, in
 			pass, missing, twice, churn_twice, others);
 		bad = 1;
 	}
-	if (during == 0) {
+	if (during == 0 && !external) {
 		fprintf(stderr, "listcheck: pass %d: FAILED: the directory did not change during "
 				"the pass (nothing was tested)\n",
 			pass);
@@ -265,10 +267,12 @@ static int cmd_listcheck(int argc, char **argv)
 {
 	long n, passes, bufsize = 2048, pause_us = 0;
 
-	if (argc < 5 || argc > 7 || (n = number(argv[3])) < 0 || (passes = number(argv[4])) < 0 ||
+	if (argc < 5 || argc > 8 || (n = number(argv[3])) < 0 || (passes = number(argv[4])) < 0 ||
 	    (argc >= 6 && (bufsize = number(argv[5])) < 0) ||
-	    (argc == 7 && (pause_us = number(argv[6])) < 0))
+	    (argc >= 7 && (pause_us = number(argv[6])) < 0) ||
+	    (argc == 8 && strcmp(argv[7], "external") != 0))
 		return usage();
+	int external = argc == 8;
 	int dir = open(argv[2], O_RDONLY | O_DIRECTORY);
 	if (dir < 0) {
 		fprintf(stderr, "fstool: %s: %s\n", argv[2], strerror(errno));
@@ -278,15 +282,15 @@ static int cmd_listcheck(int argc, char **argv)
 					  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (changes == MAP_FAILED)
 		return 2;
-	pid_t child = fork();
-	if (child < 0) {
+	pid_t child = external ? 0 : fork();
+	if (!external && child < 0) {
 		perror("fstool: fork");
 		return 2;
 	}
-	if (child == 0)
+	if (!external && child == 0)
 		churn(dir, changes);
 	/* let the churn start before the first pass */
-	while (__atomic_load_n(changes, __ATOMIC_RELAXED) < 2 * CHURN_WINDOW) {
+	while (!external && __atomic_load_n(changes, __ATOMIC_RELAXED) < 2 * CHURN_WINDOW) {
 		int status;
 		if (waitpid(child, &status, WNOHANG) == child) {
 			fprintf(stderr, "listcheck: the churn process died\n");
@@ -296,10 +300,10 @@ static int cmd_listcheck(int argc, char **argv)
 	}
 	int bad = 0;
 	for (int pass = 1; pass <= passes; pass++)
-		bad |= list_pass(argv[2], n, (size_t)bufsize, pause_us, pass, changes);
+		bad |= list_pass(argv[2], n, (size_t)bufsize, pause_us, pass, changes, external);
 	int status;
-	kill(child, SIGTERM);
-	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status)) {
+	if (!external && (kill(child, SIGTERM), waitpid(child, &status, 0) != child ||
+			  !WIFEXITED(status) || WEXITSTATUS(status))) {
 		fprintf(stderr, "listcheck: the churn process failed\n");
 		bad = 1;
 	}

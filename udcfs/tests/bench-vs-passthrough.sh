@@ -22,7 +22,7 @@
 # runs of a load interleaved across the filesystems), the server's CPU time, its resident memory
 # after the load (VmRSS) and its peak (VmHWM), and errors (lines on find's stderr).
 #
-#   ROUNDS=3 FILES=100000 COMPILES=200 [LOADS="flood find15k"] c-tests/fuse/bench-vs-passthrough.sh
+#   ROUNDS=3 FILES=100000 COMPILES=200 [LOADS="flood find15k"] udcfs/tests/bench-vs-passthrough.sh
 set -euo pipefail
 export LC_ALL=C
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -40,7 +40,7 @@ for load in $LOADS; do
 done
 
 (cd "$ROOT" && cargo build --release --quiet -p udcache-ffi)
-make -s -C "$HERE" udcfs passthrough_ll
+make -s -C "$HERE/.." udcfs passthrough_ll
 make -s -C "$ROOT/c-tests" build/dcache_stress
 DCACHE_STRESS=$ROOT/c-tests/build/dcache_stress
 ulimit -n "$(ulimit -Hn)"
@@ -69,9 +69,9 @@ SMALL=$(seq -f "tree/d%g" 0 $(((FILES < 15000 ? FILES : 15000) / 1000 - 1))) # 1
 mount_fs() { # mount_fs direct|udcfs|passthrough_ll: sets DIR (and PID)
 	case $1 in
 	direct) DIR=$SRC; PID= ; return ;;
-	udcfs) "$HERE/udcfs" -f "$SRC" "$MNT" 2>"$WORK/server.log" & ;;
-	udcfs-attr0) "$HERE/udcfs" -f -o attr_timeout=0 "$SRC" "$MNT" 2>"$WORK/server.log" & ;;
-	passthrough_ll) "$HERE/passthrough_ll" -f -o source="$SRC",timeout=0 "$MNT" 2>"$WORK/server.log" & ;;
+	udcfs) "$HERE/../udcfs" -f "$SRC" "$MNT" 2>"$WORK/server.log" & ;;
+	udcfs-attr0) "$HERE/../udcfs" -f -o attr_timeout=0 "$SRC" "$MNT" 2>"$WORK/server.log" & ;;
+	passthrough_ll) "$HERE/../passthrough_ll" -f -o source="$SRC",timeout=0 "$MNT" 2>"$WORK/server.log" & ;;
 	esac
 	PID=$!
 	for _ in $(seq 200); do grep -qs " $MNT fuse" /proc/mounts && break; sleep 0.02; done

@@ -3,7 +3,8 @@
  *
  * Rules
  *
- * - A node is one backing inode, held open as an O_PATH fd. It lives in a slab slot; its nodeid
+ * - A node is one backing inode, held by its backend handle (local: an O_PATH fd; NFS: the file
+ *   handle). It lives in a slab slot; its nodeid
  *   is (slot generation << 32 | slot + 2) (see udcfs.h). The generation is odd while the slot
  *   holds a node and even while it is free: allocation and freeing each bump it, under the
  *   node's bucket lock. Slots are never returned to the system, so reading a freed slot is safe,
@@ -11,7 +12,8 @@
  * - udcache is the authority on which nodes the kernel holds: a node is "cached" while udcache's
  *   inode table has its nodeid (udc_getattr does not answer -ESTALE), that is from the udc_add
  *   (or udc_resolve) that first names it until a udc_forget takes its lookup count to zero.
- * - The identity index maps (backing dev, backing ino) to the node, so a backing inode has one
+ * - The identity index maps (backing dev, backing ino) -- for NFS (fsid, fileid) -- to the
+ *   node, so a backing inode has one
  *   node however many names (hard links) reach it. Its chains, and each node's `pending` count,
  *   are protected by the bucket lock of the node's identity (bucket_locks, striped).
  * - A node is freed exactly when it is neither cached nor pending, decided under its bucket lock.
@@ -38,10 +40,9 @@
  * - Lock order: name stripes (ascending index) -> a bucket lock -> free_lock. udcache's own
  *   locks are taken inside any of them; udcache calls udcfs back (the miss and readdir callbacks)
  *   with none of its locks held.
- * - Credentials: when udcfs runs as root, an operation that creates an object runs with the
- *   caller's filesystem uid, gid and supplementary groups, set on the calling thread only (raw
- *   syscalls: glibc's setgroups would change every thread) and restored before the thread
- *   serves another request.
+ * - Attributes are cached in udcache (udc_setattr) for the backend's time to live
+ *   (attr_cache); a change made through udcfs expires them (attr_stale) unless the backend
+ *   filed the attributes the change left (NFS post-op attributes).
  */
 #include "udcfs.h"
 
@@ -51,8 +52,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,7 +85,6 @@ static struct node *slot_alloc(struct nodes *t)
 		if (chunk) {
 			uint32_t base = t->nchunks << NODE_CHUNK_BITS;
 			for (uint32_t i = 0; i < NODE_CHUNK; i++) {
-				chunk[i].fd = -1;
 				chunk[i].slot = base + i;
 				chunk[i].next = i + 1 < NODE_CHUNK ? base + i + 2 : 0;
 			}
@@ -131,13 +129,14 @@ int nodes_init(struct nodes *t, size_t buckets)
 	return 0;
 }
 
-void nodes_destroy(struct nodes *t)
+void nodes_destroy(struct udcfs *fs)
 {
+	struct nodes *t = &fs->nodes;
 	for (uint32_t c = 0; c < t->nchunks; c++) {
 		struct node *chunk = atomic_load_explicit(&t->chunks[c], memory_order_relaxed);
 		for (uint32_t i = 0; i < NODE_CHUNK; i++) {
-			if (chunk[i].fd >= 0)
-				close(chunk[i].fd);
+			if (chunk[i].held)
+				fs->be->drop(fs, &chunk[i].h);
 			free(chunk[i].name);
 		}
 		free(chunk);
@@ -184,14 +183,15 @@ static bool cached(struct udcfs *fs, fuse_ino_t ino)
 }
 
 /*
- * The node of backing inode `st`, pinned; `fd` (an O_PATH fd of it) becomes the node's or is
- * closed. A new node remembers (parent, name) as its name. Returns 1 if the node is new, 0 if it
- * existed, or -ENOMEM.
+ * The node of backing object `o`, pinned; its handle becomes the node's or is dropped. A new
+ * node remembers (parent, name) as its name. Returns 1 if the node is new, 0 if it existed, or
+ * -ENOMEM.
  */
-static int node_get(struct udcfs *fs, const struct stat *st, int fd, fuse_ino_t parent,
-		    const char *name, struct node **out)
+static int node_get(struct udcfs *fs, struct bobj *o, fuse_ino_t parent, const char *name,
+		    struct node **out)
 {
 	struct nodes *t = &fs->nodes;
+	const struct stat *st = &o->st;
 	uint64_t dev = st->st_dev, bino = st->st_ino;
 	uint64_t b = bucket_of(t, dev, bino);
 	pthread_mutex_t *lock = bucket_lock(t, b);
@@ -206,7 +206,7 @@ static int node_get(struct udcfs *fs, const struct stat *st, int fd, fuse_ino_t 
 			n->pending++;
 			atomic_store_explicit(&n->referenced, 1, memory_order_relaxed);
 			pthread_mutex_unlock(lock);
-			close(fd);
+			fs->be->drop(fs, &o->h);
 			free(copy);
 			*out = n;
 			return 0;
@@ -215,18 +215,23 @@ static int node_get(struct udcfs *fs, const struct stat *st, int fd, fuse_ino_t 
 	n = copy ? slot_alloc(t) : NULL;
 	if (!n) {
 		pthread_mutex_unlock(lock);
-		close(fd);
+		fs->be->drop(fs, &o->h);
 		free(copy);
 		return -ENOMEM;
 	}
-	assert(n->fd == -1 && n->pending == 0 && n->name == NULL);
+	assert(!n->held && n->pending == 0 && n->name == NULL);
 	atomic_store_explicit(&n->dev, dev, memory_order_relaxed);
 	atomic_store_explicit(&n->bino, bino, memory_order_relaxed);
 	atomic_store_explicit(&n->opens, 0, memory_order_relaxed);
 	atomic_store_explicit(&n->absent, 0, memory_order_relaxed);
 	atomic_store_explicit(&n->referenced, 1, memory_order_relaxed);
+	atomic_store_explicit(&n->attr_timeo, 0, memory_order_relaxed);
+	atomic_store_explicit(&n->cookieverf, 0, memory_order_relaxed);
+	atomic_store_explicit(&n->change, 0, memory_order_relaxed);
+	atomic_store_explicit(&n->foreign, 0, memory_order_relaxed);
 	n->is_dir = S_ISDIR(st->st_mode);
-	n->fd = fd;
+	n->h = o->h;
+	n->held = 1;
 	n->pending = 1;
 	n->name_parent = parent;
 	n->name = copy;
@@ -244,9 +249,10 @@ static int node_get(struct udcfs *fs, const struct stat *st, int fd, fuse_ino_t 
 	return 1;
 }
 
-/* What freeing a node leaves to close and free outside the bucket lock. */
+/* What freeing a node leaves to drop and free outside the bucket lock. */
 struct dead {
-	int fd;
+	int held;
+	union bhandle h;
 	char *name;
 };
 
@@ -259,14 +265,15 @@ static void node_unhash(struct nodes *t, uint64_t b, struct node *n, struct dead
 	uint32_t s = n->slot + 1;
 	uint32_t *link = &t->buckets[b];
 
-	assert(n->pending == 0 && n->fd >= 0);
+	assert(n->pending == 0 && n->held);
 	while (*link != s)
 		link = &slot_ptr(t, *link - 1)->next;
 	*link = n->next;
 	n->next = 0;
-	d->fd = n->fd;
+	d->held = 1;
+	d->h = n->h;
 	d->name = n->name;
-	n->fd = -1;
+	n->held = 0;
 	n->name = NULL;
 	/* Release: a node_forget that locks this bucket afterwards sees the even generation. */
 	uint32_t gen = atomic_fetch_add_explicit(&n->gen, 1, memory_order_release) + 1;
@@ -275,26 +282,30 @@ static void node_unhash(struct nodes *t, uint64_t b, struct node *n, struct dead
 }
 
 /* Second half of freeing, outside the bucket lock. */
-static void node_release(struct nodes *t, struct node *n, struct dead *d)
+static void node_release(struct udcfs *fs, struct node *n, struct dead *d)
 {
-	close(d->fd);
+	struct nodes *t = &fs->nodes;
+	fs->be->drop(fs, &d->h);
 	free(d->name);
 	atomic_fetch_sub_explicit(&t->live, 1, memory_order_relaxed);
 	slot_free(t, n);
 }
 
-int node_open(struct udcfs *fs, fuse_ino_t parent, const char *name, struct node **out,
-	      struct stat *st)
+int node_open(struct udcfs *fs, fuse_req_t req, fuse_ino_t parent, const char *name,
+	      struct node **out, struct stat *st)
 {
-	int fd = openat(node_of(fs, parent)->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
-	return node_get(fs, st, fd, parent, name, out);
+	struct bobj o;
+	int r = fs->be->lookup(fs, req, node_of(fs, parent), name, &o);
+	if (r < 0)
+		return r;
+	*st = o.st;
+	return node_get(fs, &o, parent, name, out);
+}
+
+int node_made(struct udcfs *fs, struct bobj *o, fuse_ino_t parent, const char *name,
+	      struct node **out)
+{
+	return node_get(fs, o, parent, name, out);
 }
 
 void node_unpin(struct udcfs *fs, struct node *n)
@@ -303,15 +314,15 @@ void node_unpin(struct udcfs *fs, struct node *n)
 	uint64_t b = bucket_of(t, atomic_load_explicit(&n->dev, memory_order_relaxed),
 			       atomic_load_explicit(&n->bino, memory_order_relaxed));
 	pthread_mutex_t *lock = bucket_lock(t, b);
-	struct dead d = { .fd = -1 };
+	struct dead d = { .held = 0 };
 
 	pthread_mutex_lock(lock);
 	assert(n->pending > 0);
 	if (--n->pending == 0 && !cached(fs, node_ino(fs, n)))
 		node_unhash(t, b, n, &d);
 	pthread_mutex_unlock(lock);
-	if (d.fd >= 0)
-		node_release(t, n, &d);
+	if (d.held)
+		node_release(fs, n, &d);
 }
 
 /*
@@ -351,14 +362,14 @@ void node_forget(struct udcfs *fs, fuse_ino_t ino, uint64_t nlookup)
 	struct node *n = slot_ptr(t, (uint32_t)ino - 2);
 	uint64_t b;
 	pthread_mutex_t *lock = lock_slot(t, n, (uint32_t)(ino >> 32), &b);
-	struct dead d = { .fd = -1 };
+	struct dead d = { .held = 0 };
 	if (!lock)
 		return;
 	if (n->pending == 0 && !cached(fs, ino))
 		node_unhash(t, b, n, &d);
 	pthread_mutex_unlock(lock);
-	if (d.fd >= 0)
-		node_release(t, n, &d);
+	if (d.held)
+		node_release(fs, n, &d);
 }
 
 void node_renamed(struct udcfs *fs, fuse_ino_t ino, fuse_ino_t parent, const char *name,
@@ -381,6 +392,27 @@ void node_renamed(struct udcfs *fs, fuse_ino_t ino, fuse_ino_t parent, const cha
 	}
 	free(old);
 	free(copy);
+}
+
+int node_stale(struct udcfs *fs, fuse_ino_t ino)
+{
+	struct reap_name rn = { 0 };
+	uint64_t b;
+
+	if (ino == FUSE_ROOT_ID)
+		return -ESTALE;
+	struct node *n = node_of(fs, ino);
+	pthread_mutex_t *lock = lock_slot(&fs->nodes, n, (uint32_t)(ino >> 32), &b);
+	if (lock) {
+		rn.parent = n->name_parent;
+		rn.len = strlen(n->name);
+		memcpy(rn.name, n->name, rn.len + 1);
+		pthread_mutex_unlock(lock);
+	}
+	if (rn.len)
+		udc_invalidate(fs->cache, rn.parent, rn.name, rn.len);
+	attr_stale(fs, ino);
+	return -ESTALE;
 }
 
 uint32_t nodes_slots(struct nodes *t)
@@ -471,12 +503,13 @@ static void stat_of_attr(const udc_attr *a, struct stat *st)
  * expired again: a change bumps attr_ver and then expires (attr_stale), so whichever of the two
  * orders the threads run in, a stale snapshot is never left valid (all SeqCst).
  */
-static void attr_cache(struct udcfs *fs, fuse_ino_t ino, struct node *n, const struct stat *st,
-		       uint32_t ver)
+void attr_cache(struct udcfs *fs, fuse_ino_t ino, const struct stat *st, uint32_t ver)
 {
+	struct node *n = node_of(fs, ino);
 	udc_attr a;
 	attr_of_stat(st, &a);
-	udc_setattr(fs->cache, ino, &a, fs->attr_valid_ns);
+	udc_setattr(fs->cache, ino, &a,
+		    fs->be->attr_ttl ? fs->be->attr_ttl(fs, ino, n, st) : fs->attr_valid_ns);
 	if (atomic_load(&n->attr_ver) != ver)
 		attr_stale(fs, ino);
 }
@@ -513,7 +546,7 @@ void attr_read(struct udcfs *fs, fuse_ino_t ino)
 	attr_stale(fs, ino);
 }
 
-int node_stat(struct udcfs *fs, fuse_ino_t ino, struct stat *st)
+int node_stat(struct udcfs *fs, fuse_req_t req, fuse_ino_t ino, struct stat *st)
 {
 	struct node *n = node_of(fs, ino);
 	udc_attr a;
@@ -524,24 +557,26 @@ int node_stat(struct udcfs *fs, fuse_ino_t ino, struct stat *st)
 		return 0;
 	}
 	uint32_t ver = atomic_load(&n->attr_ver);
-	if (fstatat(n->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	attr_cache(fs, ino, n, st, ver);
+	int r = fs->be->getattr(fs, req, n, st);
+	if (r == -ESTALE)
+		return node_stale(fs, ino);
+	if (r < 0)
+		return r;
+	attr_cache(fs, ino, st, ver);
 	return 0;
 }
 
 /* Fills *e for `ino` (attributes from `fresh`, the cache, or the backing inode). */
-static int entry_fill(struct udcfs *fs, fuse_ino_t ino, const struct stat *fresh,
+static int entry_fill(struct udcfs *fs, fuse_req_t req, fuse_ino_t ino, const struct stat *fresh,
 		      struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
 	if (fresh) {
 		/* A node this thread just created: nothing else can have changed it. */
 		e->attr = *fresh;
-		struct node *n = node_of(fs, ino);
-		attr_cache(fs, ino, n, fresh, atomic_load(&n->attr_ver));
+		attr_cache(fs, ino, fresh, atomic_load(&node_of(fs, ino)->attr_ver));
 	} else {
-		int r = node_stat(fs, ino, &e->attr);
+		int r = node_stat(fs, req, ino, &e->attr);
 		if (r < 0)
 			return r;
 	}
@@ -551,10 +586,10 @@ static int entry_fill(struct udcfs *fs, fuse_ino_t ino, const struct stat *fresh
 	return 0;
 }
 
-int fs_entry(struct udcfs *fs, fuse_ino_t ino, const struct stat *fresh,
+int fs_entry(struct udcfs *fs, fuse_req_t req, fuse_ino_t ino, const struct stat *fresh,
 	     struct fuse_entry_param *e)
 {
-	int r = entry_fill(fs, ino, fresh, e);
+	int r = entry_fill(fs, req, ino, fresh, e);
 	if (r < 0)
 		node_forget(fs, ino, 1);
 	return r;
@@ -564,6 +599,7 @@ int fs_entry(struct udcfs *fs, fuse_ino_t ino, const struct stat *fresh,
 
 /* What the miss callback leaves for the lookup that called udc_resolve on this thread. */
 struct miss {
+	fuse_req_t req;
 	struct node *node; /* pinned until udcache has filed it */
 	int created;       /* node new: `st` may be cached */
 	int absent;        /* the backing directory said ENOENT */
@@ -588,8 +624,10 @@ int udcfs_miss(void *ctx, uint64_t parent, const char *name, size_t len, udc_ent
 		m->node = NULL;
 	}
 	struct node *n;
-	int r = node_open(fs, parent, cname, &n, &m->st);
-	if (r == -ENOENT) {
+	int r = node_open(fs, m->req, parent, cname, &n, &m->st);
+	if (r == -ESTALE)
+		return node_stale(fs, parent);
+	if (r == -ENOENT && fs->keep_negatives) {
 		m->absent = 1;
 		return 0;
 	}
@@ -601,13 +639,16 @@ int udcfs_miss(void *ctx, uint64_t parent, const char *name, size_t len, udc_ent
 	return 1;
 }
 
-int fs_lookup(struct udcfs *fs, fuse_ino_t parent, const char *name, struct fuse_entry_param *e)
+int fs_lookup(struct udcfs *fs, fuse_req_t req, fuse_ino_t parent, const char *name,
+	      struct fuse_entry_param *e)
 {
 	size_t len = strlen(name);
 	udc_entry ent;
 	int r;
 
 	atomic_fetch_add_explicit(&fs->lookups, 1, memory_order_relaxed);
+	if (fs->be->lookup_prepare)
+		fs->be->lookup_prepare(fs, req, parent);
 	for (;;) {
 		r = udc_lookup(fs->cache, parent, name, len, &ent);
 		if (r == UDC_NEGATIVE) {
@@ -622,7 +663,7 @@ int fs_lookup(struct udcfs *fs, fuse_ino_t parent, const char *name, struct fuse
 			struct node *n = node_of(fs, ent.ino);
 			if (!atomic_load_explicit(&n->referenced, memory_order_relaxed))
 				atomic_store_explicit(&n->referenced, 1, memory_order_relaxed);
-			r = fs_entry(fs, ent.ino, NULL, e);
+			r = fs_entry(fs, req, ent.ino, NULL, e);
 			return r < 0 ? r : 1;
 		}
 		if (r != -ESTALE)
@@ -632,7 +673,7 @@ int fs_lookup(struct udcfs *fs, fuse_ino_t parent, const char *name, struct fuse
 	if (r < 0)
 		return r;
 
-	struct miss m = { 0 };
+	struct miss m = { .req = req };
 	struct name_lock l;
 	tls_miss = &m;
 	name_lock_shared(fs, &l, parent, name);
@@ -641,12 +682,12 @@ int fs_lookup(struct udcfs *fs, fuse_ino_t parent, const char *name, struct fuse
 	tls_miss = NULL;
 	if (r == UDC_POSITIVE) {
 		bool fresh = m.node && m.created && node_ino(fs, m.node) == ent.ino;
-		r = fs_entry(fs, ent.ino, fresh ? &m.st : NULL, e);
+		r = fs_entry(fs, req, ent.ino, fresh ? &m.st : NULL, e);
 		if (r == 0)
 			r = 1;
 	} else if (r == UDC_NEGATIVE) {
 		if (m.absent)
-			dir_note_absent(fs, parent);
+			dir_note_absent(fs, req, parent);
 		r = 0;
 	} else if (r >= 0) {
 		r = -EIO; /* UDC_MISS: udc_resolve never answers it */
@@ -695,51 +736,4 @@ void name_unlock(struct name_lock *l)
 	if (l->second)
 		pthread_rwlock_unlock(l->second);
 	pthread_rwlock_unlock(l->first);
-}
-
-/* ---- credentials ---- */
-
-int creds_enter(struct udcfs *fs, fuse_req_t req, struct creds *c)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	gid_t small[32], *groups = small;
-	int n;
-
-	c->switched = 0;
-	if (!fs->switch_creds || (ctx->uid == 0 && ctx->gid == 0))
-		return 0;
-	n = fuse_req_getgroups(req, 32, small);
-	if (n > 32) {
-		groups = malloc((size_t)n * sizeof(*groups));
-		if (!groups)
-			return -ENOMEM;
-		n = fuse_req_getgroups(req, n, groups);
-	}
-	if (n < 0)
-		n = 0; /* the caller's groups are unknown (no /proc): none */
-	int r = (int)syscall(SYS_setgroups, (size_t)n, groups);
-	if (groups != small)
-		free(groups);
-	if (r < 0)
-		return -errno;
-	setfsgid(ctx->gid);
-	setfsuid(ctx->uid);
-	c->switched = 1;
-	/* setfsuid/setfsgid report no error: check the switch took. */
-	if ((uid_t)setfsuid((uid_t)-1) != ctx->uid || (gid_t)setfsgid((gid_t)-1) != ctx->gid) {
-		creds_leave(fs, c);
-		return -EPERM;
-	}
-	return 0;
-}
-
-void creds_leave(struct udcfs *fs, struct creds *c)
-{
-	if (!c->switched)
-		return;
-	setfsuid(geteuid());
-	setfsgid(getegid());
-	if (syscall(SYS_setgroups, (size_t)fs->own_ngroups, fs->own_groups) < 0)
-		fuse_log(FUSE_LOG_ERR, "udcfs: restoring groups: %s\n", strerror(errno));
-	c->switched = 0;
 }

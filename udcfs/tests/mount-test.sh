@@ -1,44 +1,64 @@
 #!/usr/bin/env bash
-# mount-test.sh: mounts udcfs over a temporary backing directory and checks it with real programs.
-# Run by scripts/test.sh (the README's test command) and CI.
+# mount-test.sh [local|nfs]: mounts udcfs and checks it with real programs. `local` (the default)
+# serves a temporary directory; `nfs` serves the same directory exported by nfs-ganesha on
+# loopback (tests/ganesha.sh starts and stops it), through udcfs's NFS backend. Run by
+# scripts/test.sh (the README's test command) and CI, once per backend.
 #
 #   1. tools: mkdir -p, touch, ln, ln -s, mv, cp -r, chmod, truncate, mkfifo, rm, rm -rf, rmdir,
-#      renameat2 (exchange, noreplace), dd with O_DIRECT, ls -l, find, stat: the same script
-#      runs directly in the backing directory and through udcfs; the transcripts must match, and
-#      what udcfs shows must match its backing directory (inode numbers and times included,
-#      and the atime right after a read).
+#      renameat2 (noreplace; exchange on local only: NFSv3 has no exchange), dd with O_DIRECT,
+#      ls -l, find, stat: the same script runs directly in the backing directory and through
+#      udcfs; the transcripts must match, and what udcfs shows must match its backing directory
+#      (inode numbers and times included, and the atime right after a read).
 #   2. users (as root): the same with several users and groups (setpriv), on a mount with
-#      allow_other,default_permissions: permissions, sticky and setgid directories, ownership.
+#      allow_other,default_permissions: permissions, sticky and setgid directories, ownership
+#      (over NFS: every call carries the caller's uid, gid and groups).
 #   3. concurrent: four processes race creates, mkdirs, symlinks, links, renames (plain,
 #      noreplace, exchange), unlinks, rmdirs and lookups on 32 shared names for 4 s; then every
 #      name must look the same through udcfs (answered by udcache) as in the backing directory.
-#   4. make: seed 002's load (includes.mk: 50 empty include directories on the mount, 200
-#      compiles, make -j2; STEP=-E, preprocessing only, to stay short); udcfs's stats must show
-#      that the repeated misses were answered from the cache.
-#   5. flood: seed 000's flood on real paths in the mount (c-tests' dcache_stress -D: unique
-#      names, access, access twice, mknod+unlink, and access interleaved with a directory of
-#      5,000 entries, too big for udcfs to list on misses); the flood's own directories must be
-#      listed after list_after_misses misses, their complete listings answering the rest;
+#   4. make: the include-path load (includes.mk: 50 empty include directories on the mount,
+#      compiles with make -j2; STEP=-E, preprocessing only, to stay short); udcfs's stats must
+#      show that the repeated misses were answered from the cache (NFS: RPCs per compile).
+#   5. flood: the negative-entry flood on real paths in the mount (c-tests' dcache_stress -D:
+#      unique names, access, access twice, mknod+unlink, and access interleaved with a directory
+#      of 5,000 entries, too big for udcfs to list on misses); the flood's own directories must
+#      be listed after list_after_misses misses, their complete listings answering the rest;
 #      udcache's negative entries must stay within negative_cap per bucket, with evictions, and
 #      the nodes of unlinked files must be freed.
-#   6. listing: a directory of 20,000 entries listed (3 passes, small getdents buffers) while a
-#      second process creates and deletes files in it; every stable entry exactly once; with
-#      -o max_nodes=8000, the reaper keeps udcfs's nodes (open fds) bounded meanwhile.
+#   6. listing: a directory of 20,000 entries listed (3 passes, small getdents buffers) while
+#      another process (NFS: a second NFS client, tests/nfsctl) creates and deletes files in it;
+#      every stable entry exactly once; with -o max_nodes=8000, the reaper keeps udcfs's nodes
+#      bounded meanwhile.
+#   NFS only (nfs-checks.sh, with a second client, tests/nfsctl):
+#   8. coherence: names created, removed, renamed and chmod'ed by the other client are seen
+#      through udcfs within acdirmax/acregmax (the mount uses 1 and 2 s), and a file's
+#      attributes at once after an open; a negative entry is not served after its directory
+#      changed and its attributes expired; within acdirmin udcache answers with no RPC.
+#   9. stress: four processes on the mount and the other client change one directory at once;
+#      afterwards the tree seen through udcfs equals the tree the server lists.
+#  10. faults: a directory removed by the other client (ESTALE) is dropped from the cache; the
+#      server stopped: calls fail with EIO after timeo x (retrans + 1), udcfs stays up and
+#      serves again once the server is back; a mount of an unreachable server or a missing
+#      export fails with one line and exit 1, leaving no mount.
 #   7. unmount: udcfs exits 0, prints its final statistics, and logged no forget that udcache
 #      refused (the lookup counts it replied with and the kernel's forgets balanced).
 #
 # It always unmounts (trap), also on failure, and kills only the processes it started.
-# Where FUSE cannot be used (no fusermount3, libfuse3-dev, /dev/fuse, or mount permission), it
-# skips with a message, unless UDCFS_REQUIRE_MOUNT=1 (CI), where that is a failure.
+# Where FUSE (or, for nfs, nfs-ganesha and libnfs) cannot be used, it skips with a message,
+# unless UDCFS_REQUIRE_MOUNT=1 (CI), where that is a failure.
 set -euo pipefail
 export LC_ALL=C
 
+BACKEND=${1:-local}
+case $BACKEND in
+local | nfs) ;;
+*) echo "usage: $0 [local|nfs]" >&2; exit 2 ;;
+esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 T0=$(date +%s.%N)
 
-say() { printf 'mount-test: %s\n' "$*"; }
-fail() { printf 'mount-test: FAIL: %s\n' "$*" >&2; exit 1; }
+say() { printf 'mount-test[%s]: %s\n' "$BACKEND" "$*"; }
+fail() { printf 'mount-test[%s]: FAIL: %s\n' "$BACKEND" "$*" >&2; exit 1; }
 skip() {
 	if [ "${UDCFS_REQUIRE_MOUNT:-0}" = 1 ]; then
 		fail "the mount tests cannot run here: $* (UDCFS_REQUIRE_MOUNT=1)"
@@ -52,12 +72,19 @@ command -v fusermount3 >/dev/null || skip "fusermount3 not installed (apt-get in
 pkg-config --exists fuse3 || skip "libfuse3 headers not installed (apt-get install libfuse3-dev)"
 [ -c /dev/fuse ] || skip "/dev/fuse does not exist"
 (exec 3<>/dev/fuse) 2>/dev/null || skip "/dev/fuse cannot be opened"
+if [ "$BACKEND" = nfs ]; then
+	[ "$(id -u)" = 0 ] || skip "the NFS tests start nfs-ganesha, which needs root"
+	command -v ganesha.nfsd >/dev/null || skip "nfs-ganesha not installed (apt-get install nfs-ganesha nfs-ganesha-vfs rpcbind)"
+	command -v rpcbind >/dev/null || skip "rpcbind not installed (apt-get install rpcbind)"
+	pkg-config --exists libnfs || skip "libnfs headers not installed (apt-get install libnfs-dev)"
+fi
 
 (cd "$ROOT" && cargo build --release --quiet -p udcache-ffi)
-make -s -C "$HERE" udcfs fstool
+make -s -C "$HERE/.." all
 make -s -C "$ROOT/c-tests" build/dcache_stress
-UDCFS=$HERE/udcfs
+UDCFS=$(cd "$HERE/.." && pwd)/udcfs
 FSTOOL=$HERE/fstool
+NFSCTL=$HERE/nfsctl
 DCACHE_STRESS=$ROOT/c-tests/build/dcache_stress
 
 WORK=$(mktemp -d /tmp/udcfs-test.XXXXXX)
@@ -68,6 +95,7 @@ LOG=$WORK/udcfs.log
 mkdir "$SRC" "$MNT"
 UDCFS_PID=
 MIX_PIDS=()
+GANESHA=
 
 cleanup() {
 	local status=$?
@@ -86,6 +114,9 @@ cleanup() {
 		echo "--- udcfs log (last 20 lines):" >&2
 		tail -20 "$LOG" >&2
 	fi
+	if [ -n "$GANESHA" ]; then
+		"$HERE/ganesha.sh" stop "$GANESHA" >/dev/null 2>&1
+	fi
 	rm -rf "$WORK"
 	exit "$status"
 }
@@ -99,7 +130,18 @@ OPTS=stats,cache_buckets=8192,max_nodes=$MAX_NODES
 if [ "$(id -u)" = 0 ]; then
 	OPTS=$OPTS,allow_other,default_permissions
 fi
-"$UDCFS" -f -o "$OPTS" "$SRC" "$MNT" 2>"$LOG" &
+SOURCE=$SRC
+if [ "$BACKEND" = nfs ]; then
+	GANESHA=$WORK/ganesha
+	mkdir "$GANESHA"
+	URL=$("$HERE/ganesha.sh" start "$GANESHA" "$SRC") || fail "nfs-ganesha did not start"
+	SOURCE=$URL
+	# Short attribute times so that the coherence checks wait seconds, not a minute; calls fail
+	# after 2 x 1 s while the server is down.
+	OPTS=$OPTS,acregmin=1,acregmax=2,acdirmin=1,acdirmax=2,timeo=10,retrans=1
+	say "nfs-ganesha on loopback: $URL"
+fi
+"$UDCFS" -f -o "$OPTS" "$SOURCE" "$MNT" 2>"$LOG" &
 UDCFS_PID=$!
 for _ in $(seq 100); do
 	grep -qs " $MNT fuse" /proc/mounts && break
@@ -114,6 +156,8 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 grep -qs " $MNT fuse" /proc/mounts || fail "udcfs did not mount within 5 s"
+# The latest NFS RPC counts of udcfs (-o stats prints them after its statistics line).
+nfs_stats() { grep '^udcfs-nfs:' "$LOG" | tail -1; }
 say "mounted udcfs -o $OPTS"
 
 # The latest statistics line of udcfs (asks for one with SIGUSR1).
@@ -159,10 +203,14 @@ tools_build() {
 	step rm -rf copy/b
 	step rmdir a
 	step rm a/nope
-	step "$FSTOOL" rename2 exchange a/b a/c2
+	if [ "$BACKEND" = local ]; then
+		step "$FSTOOL" rename2 exchange a/b a/c2
+	else
+		step mv a/b a/c2.x && step mv a/c2 a/b && step mv a/c2.x a/c2
+	fi
 	step "$FSTOOL" rename2 noreplace a/b/f2 a/c2/f2
 	step "$FSTOOL" rename2 noreplace a/b/f3 a/b/f3new
-	step "$FSTOOL" rename2 exchange a/nope a/b
+	[ "$BACKEND" = nfs ] || step "$FSTOOL" rename2 exchange a/nope a/b
 	step mkdir -p deep/1/2/3/4/5/6/7/8
 	step mv deep a/c2/
 	step cat a/b/f3new a/b/sym
@@ -289,14 +337,16 @@ rm -rf "$MNT/mix"
 ops=$(awk '{ n += $2 } END { print n }' "$WORK"/mix.*)
 say "concurrent: 4 processes, $ops operations on 32 names: afterwards every name as the backing directory has it ($(cat "$WORK/compare")) ($(elapsed "$t"))"
 
-# ---- 4. make: seed 002's load ----
+# ---- 4. make: the include-path load ----
 COMPILES=${UDCFS_TEST_COMPILES:-200}
 t=$(date +%s.%N)
 mkdir "$MNT/inc" "$WORK/build"
 before=$(stats)
+rpcs_before=$(nfs_stats)
 (cd "$WORK/build" && make -s -f "$HERE/includes.mk" INC_PATH="$MNT/inc" STEP=-E \
 	NUM_COMPILES="$COMPILES" -j2)
 after=$(stats)
+rpcs_after=$(nfs_stats)
 [ "$(ls "$WORK/build/objs" | wc -l)" = "$COMPILES" ] || fail "make: not $COMPILES outputs"
 lookups=$(($(field "$after" lookups) - $(field "$before" lookups)))
 backend=$(($(field "$after" backend_lookups) - $(field "$before" backend_lookups)))
@@ -307,6 +357,18 @@ say "make -j2 ($COMPILES preprocessings, 50 -I dirs on the mount): $(elapsed "$t
 [ "$lookups" -gt $((COMPILES * 20000)) ] || fail "make: only $lookups lookups reached udcfs"
 [ $((backend * 20)) -lt "$lookups" ] || fail "make: $backend of $lookups lookups went to the backing directory (the repeated misses were not answered from the cache)"
 [ "$negative" -gt $((COMPILES * 6000)) ] || fail "make: only $negative cached negative answers"
+if [ "$BACKEND" = nfs ]; then
+	per_compile() { # per_compile OP: that RPC's count during the make, per compile (2 decimals)
+		awk -v a="$(field "$rpcs_before" "$1")" -v b="$(field "$rpcs_after" "$1")" \
+			-v n="$COMPILES" 'BEGIN { printf "%.2f", (b - a) / n }'
+	}
+	say "make: RPCs per compile: LOOKUP $(per_compile LOOKUP) GETATTR $(per_compile GETATTR) ACCESS $(per_compile ACCESS) READDIRPLUS $(per_compile READDIRPLUS) all $(per_compile rpcs)"
+	# A LOOKUP is sent for a name udcache never had (the first compile's misses), not for
+	# one it answers: the LOOKUPs are the backend lookups, and revalidations add few.
+	nlookup=$(($(field "$rpcs_after" LOOKUP) - $(field "$rpcs_before" LOOKUP)))
+	[ "$nlookup" -le $((backend + backend / 10 + 100)) ] ||
+		fail "make: $nlookup LOOKUP RPCs for $backend names udcache did not have"
+fi
 rm -rf "$WORK/build"
 
 # ---- 5. flood: seed 000's load ----
@@ -355,10 +417,27 @@ say "flood (dcache_stress -D): 205,000 unique names ($(elapsed "$t")): $listed a
 t=$(date +%s.%N)
 ENTRIES=${UDCFS_TEST_ENTRIES:-20000}
 mkdir "$MNT/big"
-"$FSTOOL" populate "$MNT/big" "$ENTRIES"
-"$FSTOOL" listcheck "$MNT/big" "$ENTRIES" 3 512 100 | sed 's/^/    /' ||
-	fail "listing: an entry was missed or listed twice, or nothing changed during a pass"
-n=$(ls "$SRC/big" | wc -l)
+if [ "$BACKEND" = local ]; then
+	"$FSTOOL" populate "$MNT/big" "$ENTRIES"
+	"$FSTOOL" listcheck "$MNT/big" "$ENTRIES" 3 512 100 | sed 's/^/    /' ||
+		fail "listing: an entry was missed or listed twice, or nothing changed during a pass"
+	churner="another process"
+else
+	# The other client fills the directory and churns it while udcfs lists.
+	"$NFSCTL" "$URL" populate big "$ENTRIES" stable_ >/dev/null ||
+		fail "listing: the other client could not populate big/"
+	"$NFSCTL" "$URL" churn big 600 300 churn_ >"$WORK/churn.out" 2>&1 &
+	MIX_PIDS+=($!)
+	sleep 1
+	"$FSTOOL" listcheck "$MNT/big" "$ENTRIES" 3 512 100 external | sed 's/^/    /' ||
+		fail "listing: an entry was missed or listed twice"
+	kill "${MIX_PIDS[-1]}" 2>/dev/null
+	wait "${MIX_PIDS[-1]}" 2>/dev/null || true
+	unset 'MIX_PIDS[-1]'
+	grep -q '^ops [1-9]' "$WORK/churn.out" || fail "listing: the other client changed nothing: $(cat "$WORK/churn.out")"
+	churner="a second NFS client"
+fi
+n=$(ls "$SRC/big" | grep -c '^stable_')
 [ "$n" = "$ENTRIES" ] || fail "listing: the backing directory has $n entries after the churn, not $ENTRIES"
 s=$(stats)
 nodes=$(field "$s" nodes) reaped=$(field "$s" reaped)
@@ -366,7 +445,12 @@ nodes=$(field "$s" nodes) reaped=$(field "$s" reaped)
 	fail "listing: $ENTRIES files made no node reaping (max_nodes=$MAX_NODES)"
 [ "$nodes" -le $((MAX_NODES + 1000)) ] || fail "listing: $nodes nodes live, over max_nodes=$MAX_NODES"
 rm -rf "$MNT/big"
-say "listing: $ENTRIES entries, 3 passes while another process created and deleted files: every stable entry exactly once; nodes $nodes (max_nodes $MAX_NODES, $reaped names dropped) ($(elapsed "$t"))"
+say "listing: $ENTRIES entries, 3 passes while $churner created and deleted files: every stable entry exactly once; nodes $nodes (max_nodes $MAX_NODES, $reaped names dropped) ($(elapsed "$t"))"
+
+if [ "$BACKEND" = nfs ]; then
+	# shellcheck source=nfs-checks.sh
+	. "$HERE/nfs-checks.sh"
+fi
 
 # ---- 7. unmount ----
 fusermount3 -u "$MNT"

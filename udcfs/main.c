@@ -1,5 +1,7 @@
 /*
  * udcfs [options] SOURCE MOUNTPOINT: options, mount, the session loop and the statistics.
+ * SOURCE is a local directory, or nfs://HOST[:PORT]/EXPORT[?libnfs URL arguments] for the NFS
+ * backend.
  *
  * The statistics (-o stats) are printed to stderr by a thread of their own that waits for
  * SIGUSR1 with sigwait (SIGUSR1 is blocked in every other thread, so no signal handler runs
@@ -18,18 +20,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-struct options {
-	char *source;
-	double entry_timeout, attr_timeout, negative_timeout;
-	unsigned long cache_entries, cache_buckets, readdir_pages, readdir_page_entries;
-	unsigned long max_nodes;
-	unsigned negative_cap;
-	unsigned list_after_misses;
-	int stats;
-	int allow_other, default_permissions;
-};
-
-enum { KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS };
+enum { KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS, KEY_NOAC };
 
 #define OPT(templ, field) { templ, offsetof(struct options, field), 1 }
 
@@ -45,6 +36,19 @@ static const struct fuse_opt udcfs_opts[] = {
 	OPT("readdir_page_entries=%lu", readdir_page_entries),
 	OPT("max_nodes=%lu", max_nodes),
 	OPT("stats", stats),
+	OPT("acregmin=%u", acregmin),
+	OPT("acregmax=%u", acregmax),
+	OPT("acdirmin=%u", acdirmin),
+	OPT("acdirmax=%u", acdirmax),
+	OPT("actimeo=%u", actimeo),
+	OPT("actimeo=", actimeo_set),
+	OPT("lookupcache=%s", lookupcache),
+	OPT("connections=%u", connections),
+	OPT("timeo=%u", timeo),
+	OPT("retrans=%u", retrans),
+	OPT("attr_timeout=", attr_timeout_set),
+	OPT("entry_timeout=", entry_timeout_set),
+	FUSE_OPT_KEY("noac", KEY_NOAC),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
 	FUSE_OPT_END,
@@ -52,13 +56,15 @@ static const struct fuse_opt udcfs_opts[] = {
 
 static void usage(const char *prog)
 {
-	printf("usage: %s [options] SOURCE MOUNTPOINT\n\n"
-	       "Mirrors the directory SOURCE at MOUNTPOINT; names, negative lookups, attributes\n"
-	       "and directory listings are cached by libudcache.\n\n"
+	printf("usage: %s [options] SOURCE MOUNTPOINT\n"
+	       "       %s [options] nfs://HOST[:PORT]/EXPORT MOUNTPOINT\n\n"
+	       "Serves the directory SOURCE, or an NFSv3 export, at MOUNTPOINT; names, negative\n"
+	       "lookups, attributes and directory listings are cached by libudcache.\n\n"
 	       "udcfs options:\n"
 	       "    -o entry_timeout=S     kernel dentry validity in seconds (default 0: every\n"
 	       "                           lookup reaches udcfs, and udcache answers it)\n"
-	       "    -o attr_timeout=S      attribute validity, kernel's and udcache's (default 1.0)\n"
+	       "    -o attr_timeout=S      kernel attribute validity (default 1.0; NFS: 0), and\n"
+	       "                           udcache's for a local SOURCE\n"
 	       "    -o negative_timeout=S  kernel negative-dentry validity (default 0)\n"
 	       "    -o cache_entries=N     expected entries: sizes udcache's tables (default 65536)\n"
 	       "    -o cache_buckets=N     udcache name-table buckets (default: from cache_entries)\n"
@@ -72,9 +78,21 @@ static void usage(const char *prog)
 	       "                           (default: 3/4 of the open-file limit; each holds an fd)\n"
 	       "    -o stats               print udcache's dentry-state on SIGUSR1 and at unmount\n"
 	       "\n"
+	       "\n"
+	       "NFS options (as nfs(5) describes them; times in seconds):\n"
+	       "    -o acregmin=S,acregmax=S  attribute cache time of files (default 3, 60)\n"
+	       "    -o acdirmin=S,acdirmax=S  ... of directories (default 30, 60)\n"
+	       "    -o actimeo=S           all four at once\n"
+	       "    -o noac                no attribute caching (actimeo=0)\n"
+	       "    -o lookupcache=MODE    all (default), positive (no negative entries kept),\n"
+	       "                           none (every lookup asks the server)\n"
+	       "    -o connections=N       NFS connections, each one call in flight (default 8)\n"
+	       "    -o timeo=DS,retrans=N  a call fails with EIO after timeo tenths of a second,\n"
+	       "                           retried retrans times (default 100, 2)\n"
+	       "\n"
 	       "Run as root with -o allow_other,default_permissions, objects are created with the\n"
-	       "credentials of the process that asks.\n\n",
-	       prog);
+	       "credentials of the process that asks (NFS: every call carries them, AUTH_SYS).\n\n",
+	       prog, prog);
 }
 
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -89,6 +107,9 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	case KEY_DEFAULT_PERMISSIONS:
 		o->default_permissions = 1;
 		return 1;
+	case KEY_NOAC:
+		o->noac = 1;
+		return 0;
 	case FUSE_OPT_KEY_NONOPT:
 		if (!o->source) {
 			o->source = strdup(arg);
@@ -169,6 +190,8 @@ static void print_stats(const char *when)
 		(unsigned long long)atomic_load(&fs.forgets),
 		(unsigned long long)atomic_load(&fs.nodes.live),
 		(unsigned long long)atomic_load(&fs.nodes.reaped));
+	if (fs.be->stats)
+		fs.be->stats(&fs, when, stderr);
 	fflush(stderr);
 }
 
@@ -183,15 +206,6 @@ static void *stats_thread(void *arg)
 	while (sigwait(&set, &sig) == 0 && !atomic_load(&stats_quit))
 		print_stats("SIGUSR1");
 	return NULL;
-}
-
-static int open_source(const char *source)
-{
-	int fd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		fprintf(stderr, "udcfs: SOURCE '%s': %s\n", source,
-			errno == ENOTDIR ? "not a directory" : strerror(errno));
-	return fd;
 }
 
 static int check_mountpoint(const char *mountpoint)
@@ -209,10 +223,10 @@ static int check_mountpoint(const char *mountpoint)
 }
 
 /*
- * The name locks, udcache, the node table and the credentials: 0 or -1 (reported). fs_destroy
+ * The name locks, the backend, udcache and the node table: 0 or -1 (reported). fs_destroy
  * undoes it, also after a failure.
  */
-static int fs_init(const struct options *o, int rootfd)
+static int fs_init(const struct options *o)
 {
 	pthread_rwlockattr_t rw;
 	int r;
@@ -223,6 +237,10 @@ static int fs_init(const struct options *o, int rootfd)
 	for (unsigned i = 0; i < NAME_LOCKS; i++)
 		pthread_rwlock_init(&fs.name_locks[i], &rw);
 	pthread_rwlockattr_destroy(&rw);
+	fs.entry_timeout = o->entry_timeout;
+	fs.attr_timeout = o->attr_timeout;
+	fs.negative_timeout = o->negative_timeout;
+	fs.list_after_misses = o->list_after_misses;
 	udc_config_init(&cache_config);
 	cache_config.expected_entries = o->cache_entries;
 	cache_config.buckets = o->cache_buckets;
@@ -230,10 +248,13 @@ static int fs_init(const struct options *o, int rootfd)
 		cache_config.negative_cap = o->negative_cap;
 	cache_config.readdir_pages = o->readdir_pages;
 	cache_config.readdir_page_entries = o->readdir_page_entries;
+	if (fs.be->init(&fs, o, &cache_config) < 0)
+		return -1;
 	r = udc_cache_new(&cache_config, &fs.cache);
 	if (r == 0) {
 		udc_ops ops = { .size = sizeof(ops), .lookup = udcfs_miss,
-				.readdir = udcfs_readdir_fill, .ctx = &fs };
+				.readdir = udcfs_readdir_fill, .revalidate = fs.be->revalidate,
+				.ctx = &fs };
 		r = udc_set_ops(fs.cache, &ops);
 	}
 	if (r == 0)
@@ -242,43 +263,17 @@ static int fs_init(const struct options *o, int rootfd)
 		fprintf(stderr, "udcfs: cannot set up the cache: %s\n", strerror(-r));
 		return -1;
 	}
-	struct stat st;
-	if (fstatat(rootfd, "", &st, AT_EMPTY_PATH) < 0) {
-		fprintf(stderr, "udcfs: SOURCE: %s\n", strerror(errno));
-		return -1;
-	}
-	fs.root.fd = rootfd;
-	atomic_store(&fs.root.dev, st.st_dev);
-	atomic_store(&fs.root.bino, st.st_ino);
-	fs.entry_timeout = o->entry_timeout;
-	fs.attr_timeout = o->attr_timeout;
-	fs.negative_timeout = o->negative_timeout;
-	fs.attr_valid_ns = (uint64_t)(o->attr_timeout * 1e9);
-	fs.list_after_misses = o->list_after_misses;
-	if (geteuid() == 0) {
-		fs.switch_creds = 1;
-		fs.own_ngroups = getgroups(0, NULL);
-		fs.own_groups = calloc((size_t)fs.own_ngroups + 1, sizeof(gid_t));
-		if (!fs.own_groups || getgroups(fs.own_ngroups, fs.own_groups) < 0) {
-			fprintf(stderr, "udcfs: getgroups: %s\n", strerror(errno));
-			return -1;
-		}
-		if (o->allow_other && !o->default_permissions)
-			fprintf(stderr, "udcfs: warning: allow_other without default_permissions: "
-					"every user gets root's access to SOURCE\n");
-	}
 	return 0;
 }
 
 static void fs_destroy(void)
 {
 	udc_cache_destroy(fs.cache);
-	nodes_destroy(&fs.nodes);
+	if (fs.nodes.buckets)
+		nodes_destroy(&fs);
+	fs.be->destroy(&fs);
 	for (unsigned i = 0; i < NAME_LOCKS; i++)
 		pthread_rwlock_destroy(&fs.name_locks[i]);
-	free(fs.own_groups);
-	if (fs.root.fd >= 0)
-		close(fs.root.fd);
 }
 
 static int add_mount_options(struct fuse_args *args, const char *source)
@@ -318,11 +313,13 @@ static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *cmd
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct options o = { .attr_timeout = 1.0, .list_after_misses = 64 };
+	struct options o = { .attr_timeout = 1.0, .list_after_misses = 64,
+			     .acregmin = 3, .acregmax = 60, .acdirmin = 30, .acdirmax = 60,
+			     .connections = 8, .timeo = 100, .retrans = 2 };
 	struct fuse_cmdline_opts cmd = { 0 };
 	struct fuse_session *se = NULL;
 	pthread_t stats_tid;
-	int stats_started = 0, rootfd = -1, ret = 1;
+	int stats_started = 0, ret = 1;
 
 	if (fuse_opt_parse(&args, &o, udcfs_opts, opt_proc) == -1 ||
 	    fuse_parse_cmdline(&args, &cmd) != 0) {
@@ -361,13 +358,14 @@ int main(int argc, char *argv[])
 		ret = 2;
 		goto out_args;
 	}
-	rootfd = open_source(o.source);
-	if (rootfd < 0 || check_mountpoint(cmd.mountpoint) < 0)
+	fs.be = strncmp(o.source, "nfs://", 6) == 0 ? &nfs_backend : &local_backend;
+	if (fs.be == &nfs_backend && !o.attr_timeout_set)
+		o.attr_timeout = 0; /* udcache keeps NFS attributes by nfs(5)'s rules */
+	fs.attr_timeout = o.attr_timeout;
+	if (check_mountpoint(cmd.mountpoint) < 0)
 		goto out_args;
-	fs.root.fd = rootfd;
-	rootfd = -1; /* fs_destroy closes it */
 	raise_nofile();
-	if (fs_init(&o, fs.root.fd) < 0 || add_mount_options(&args, o.source) != 0)
+	if (fs_init(&o) < 0 || add_mount_options(&args, o.source) != 0)
 		goto out_fs;
 	umask(0); /* the kernel applied the caller's umask already */
 
@@ -411,10 +409,9 @@ out_session:
 out_fs:
 	fs_destroy();
 out_args:
-	if (rootfd >= 0)
-		close(rootfd);
 	free(cmd.mountpoint);
 	free(o.source);
+	free(o.lookupcache);
 	fuse_opt_free_args(&args);
 	return ret;
 }

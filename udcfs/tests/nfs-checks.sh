@@ -1,0 +1,130 @@
+# nfs-checks.sh: the NFS-only checks of mount-test.sh (sourced by it with `nfs`, udcfs mounted on
+# $MNT from $URL with acregmin=1,acregmax=2,acdirmin=1,acdirmax=2,timeo=10,retrans=1; $SRC is
+# the export's backing directory). The other client is tests/nfsctl, a libnfs program with its
+# own connection: never a write to $SRC behind the server.
+
+OTHER() { "$NFSCTL" "$URL" "$@"; }
+# After a change by the other client, udcfs must show it once the attributes of what it changed
+# expired: acdirmax (files: acregmax), 2 s here, plus 1 s for a loaded machine.
+SETTLE=3
+# A check that must hold within $SETTLE s (polling), for changes seen through attribute expiry.
+within() {
+	local what=$1 t0
+	shift
+	t0=$(date +%s.%N)
+	until "$@" 2>/dev/null; do
+		if awk -v a="$t0" -v b="$(date +%s.%N)" -v l="$SETTLE" 'BEGIN { exit !(b - a > l) }'; then
+			fail "coherence: $what: not seen through udcfs within $SETTLE s"
+		fi
+		sleep 0.1
+	done
+}
+absent() { ! stat "$1" >/dev/null 2>&1; }
+mode_is() { [ "$(stat -c %a "$2")" = "$1" ]; }
+
+# ---- 8. coherence with a second client ----
+t=$(date +%s.%N)
+mkdir "$MNT/co"
+echo data >"$MNT/co/file"
+# A name looked up and missed is a negative entry; the other client then creates it. Once the
+# directory's attributes expired, the negative must not be served.
+absent "$MNT/co/new" || fail "coherence: co/new exists before anyone made it"
+OTHER create co/new hello || fail "coherence: the other client could not create co/new"
+sleep "$SETTLE"
+stat "$MNT/co/new" >/dev/null 2>&1 || fail "coherence: a negative entry was served $SETTLE s after the other client created the name"
+[ "$(cat "$MNT/co/new")" = hello ] || fail "coherence: co/new does not read what the other client wrote"
+OTHER unlink co/new
+within "a name removed by the other client" absent "$MNT/co/new"
+echo r >"$MNT/co/r1"
+stat "$MNT/co/r1" >/dev/null
+OTHER rename co/r1 co/r2
+within "a rename by the other client" sh -c "! stat '$MNT/co/r1' >/dev/null 2>&1 && [ -e '$MNT/co/r2' ]"
+# A file's attributes: within acregmax, and at once after an open (close-to-open).
+stat "$MNT/co/file" >/dev/null
+OTHER chmod 600 co/file
+cat "$MNT/co/file" >/dev/null
+mode_is 600 "$MNT/co/file" || fail "coherence: after an open udcfs shows mode $(stat -c %a "$MNT/co/file"), the other client set 600"
+OTHER chmod 640 co/file
+within "a chmod by the other client" mode_is 640 "$MNT/co/file"
+OTHER mkdir co/d
+within "a directory made by the other client" test -d "$MNT/co/d"
+# Within the attribute time, udcache answers: no RPC for names and attributes just seen.
+ls -l "$MNT/co" >/dev/null
+r0=$(stats >/dev/null; nfs_stats)
+ls -l "$MNT/co" >/dev/null
+stat "$MNT/co/file" "$MNT/co/r2" >/dev/null
+r1=$(stats >/dev/null; nfs_stats)
+warm=$(($(field "$r1" rpcs) - $(field "$r0" rpcs)))
+say "coherence: creates, removals, renames, chmods and mkdirs by a second NFS client seen within $SETTLE s (and a chmod at once after an open); a repeated ls -l and stat made $warm RPCs ($(elapsed "$t"))"
+[ "$warm" -le 2 ] || fail "coherence: a repeated ls -l within acdirmin made $warm RPCs ($(echo "$r0"; echo "$r1"))"
+rm -rf "$MNT/co"
+
+# ---- 9. stress: this mount and the other client change one directory at once ----
+t=$(date +%s.%N)
+mkdir "$MNT/st"
+for seed in 1 2 3 4; do
+	"$FSTOOL" mix "$MNT/st" 32 4 "$seed" >"$WORK/mix.$seed" &
+	MIX_PIDS+=($!)
+done
+OTHER churn st 4 200 other_ >"$WORK/churn.st" 2>&1 &
+MIX_PIDS+=($!)
+for pid in "${MIX_PIDS[@]}"; do
+	wait "$pid" || fail "stress: an operations process failed: $(cat "$WORK/churn.st")"
+done
+MIX_PIDS=()
+sleep "$SETTLE"
+tree_mount() { (cd "$MNT/st" && find . -mindepth 1 -printf '%P %y %m %s %n\n' | sort); }
+tree_mount >"$WORK/tree.mount"
+OTHER tree st | sort >"$WORK/tree.server"
+diff -u "$WORK/tree.server" "$WORK/tree.mount" ||
+	fail "stress: the tree through udcfs differs from the tree the server lists (diff above)"
+"$FSTOOL" compare "$MNT/st" "$SRC/st" 32 >"$WORK/compare" ||
+	fail "stress: udcfs answers differ from the server's directory: $(cat "$WORK/compare")"
+ops=$(awk '{ n += $2 } END { print n }' "$WORK"/mix.*)
+say "stress: 4 processes ($ops operations on 32 names) and a second NFS client ($(cut -d' ' -f2 "$WORK/churn.st") creates and removes) in one directory: afterwards the tree through udcfs equals the server's ($(wc -l <"$WORK/tree.mount") entries) ($(elapsed "$t"))"
+rm -rf "$MNT/st"
+
+# ---- 10. faults ----
+t=$(date +%s.%N)
+# A directory udcfs holds, removed by the other client: its handle is stale.
+mkdir -p "$MNT/gone/sub"
+touch "$MNT/gone/sub/f"
+stat "$MNT/gone/sub/f" >/dev/null
+OTHER unlink gone/sub/f
+OTHER rmdir gone/sub
+sleep "$SETTLE"
+! ls "$MNT/gone/sub" >/dev/null 2>&1 || fail "faults: a directory the other client removed is still listed"
+OTHER mkdir gone/sub
+within "a directory made again by the other client" test -d "$MNT/gone/sub"
+[ -z "$(ls -A "$MNT/gone/sub")" ] || fail "faults: the new gone/sub shows the old one's entries"
+kill -0 "$UDCFS_PID" || fail "faults: udcfs died on a stale handle"
+rm -rf "$MNT/gone"
+# The server stops: calls fail after timeo x (retrans + 1) = 2 s; udcfs stays up and serves
+# again once the server is back (its connections reconnect).
+echo before >"$MNT/outage"
+"$HERE/ganesha.sh" stop "$GANESHA" >/dev/null
+sleep "$SETTLE" # the cached attributes expire: the next stat must ask the server
+t1=$(date +%s.%N)
+if err=$(stat "$MNT/outage" 2>&1); then
+	fail "faults: stat answered while the server was down"
+fi
+took=$(elapsed "$t1")
+kill -0 "$UDCFS_PID" || fail "faults: udcfs died while the server was down"
+grep -q 'Input/output error' <<<"$err" || fail "faults: while the server was down: $err (want EIO)"
+URL2=$("$HERE/ganesha.sh" start "$GANESHA" "$SRC") || fail "faults: nfs-ganesha did not start again"
+[ "$URL2" = "$URL" ] || fail "faults: the server came back at $URL2, not $URL"
+within "the server back" test "$(cat "$MNT/outage" 2>/dev/null)" = before
+echo after >"$MNT/outage2"
+[ "$(cat "$SRC/outage2")" = after ] || fail "faults: a write after the outage did not reach the server"
+rm "$MNT/outage" "$MNT/outage2"
+# Mounts that cannot work: one line, exit 1, no mount left behind.
+mkdir "$WORK/mnt2"
+for bad in "nfs://127.0.0.1/no/such/export?version=3&nfsport=${UDCFS_NFS_PORT:-32049}&mountport=${UDCFS_MNT_PORT:-32048}" \
+	"nfs://127.0.0.1/x?version=3&nfsport=9&mountport=7"; do
+	rc=0
+	"$UDCFS" -f "$bad" "$WORK/mnt2" >"$WORK/bad.out" 2>&1 || rc=$?
+	[ "$rc" = 1 ] || fail "faults: udcfs $bad exited $rc, not 1: $(cat "$WORK/bad.out")"
+	[ "$(wc -l <"$WORK/bad.out")" -le 2 ] || fail "faults: udcfs $bad said more than a line: $(cat "$WORK/bad.out")"
+	! grep -qs " $WORK/mnt2 " /proc/mounts || fail "faults: udcfs $bad left a mount behind"
+done
+say "faults: a stale directory dropped and found again; server down: stat failed with EIO after $took, udcfs stayed up and served again after the restart; bad export and unreachable server: exit 1 ($(elapsed "$t"))"
