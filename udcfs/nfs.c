@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 static nfs_fh3 fh_of(struct node *n)
 {
@@ -124,6 +125,9 @@ static int nb_lookup(struct udcfs *fs, fuse_req_t req, struct node *dir, const c
 	LOOKUP3args args = { .what = { .dir = fh_of(dir), .name = (char *)name } };
 	struct lookup_out o = { 0 };
 	uint32_t ver = atomic_load(&dir->attr_ver);
+
+	if (plus_take(nfs_of(fs), node_ino(fs, dir), atomic_load(&dir->change), name, out))
+		return 0;
 	int r = nfs_call(nfs_of(fs), req, NFSPROC3_LOOKUP, &args, take_lookup, &o);
 
 	seen(fs, dir, ver, &o.dir);
@@ -718,6 +722,45 @@ static int nb_statfs(struct udcfs *fs, fuse_req_t req, struct node *n, struct st
 	return 0;
 }
 
+struct access_out {
+	uint32_t granted;
+	struct nfs_attrs attrs;
+};
+
+static void take_access(void *res, void *out)
+{
+	ACCESS3res *r = res;
+	struct access_out *o = out;
+	if (r->status == NFS3_OK) {
+		o->granted = r->ACCESS3res_u.resok.access;
+		nfs_keep_post(&o->attrs, &r->ACCESS3res_u.resok.obj_attributes);
+	} else {
+		nfs_keep_post(&o->attrs, &r->ACCESS3res_u.resfail.obj_attributes);
+	}
+}
+
+/* The server's answer, as the kernel's client asks it (ACCESS with the caller's credentials). */
+static int nb_access(struct udcfs *fs, fuse_req_t req, struct node *n, int mask)
+{
+	uint32_t want = 0;
+	if (mask & R_OK)
+		want |= ACCESS3_READ;
+	if (mask & W_OK)
+		want |= ACCESS3_MODIFY | ACCESS3_EXTEND | (n->is_dir ? ACCESS3_DELETE : 0);
+	if (mask & X_OK)
+		want |= n->is_dir ? ACCESS3_LOOKUP : ACCESS3_EXECUTE;
+	if (!want) /* F_OK: the object is there */
+		return nb_getattr(fs, req, n, &(struct stat){ 0 });
+	ACCESS3args args = { .object = fh_of(n), .access = want };
+	struct access_out o = { 0 };
+	uint32_t ver = atomic_load(&n->attr_ver);
+	int r = nfs_call(nfs_of(fs), req, NFSPROC3_ACCESS, &args, take_access, &o);
+	seen(fs, n, ver, &o.attrs);
+	if (r < 0)
+		return r;
+	return (o.granted & want) == want ? 0 : -EACCES;
+}
+
 /* ---- directories ---- */
 
 static int nb_opendir(struct udcfs *fs, fuse_req_t req, struct node *n, uint64_t *dh)
@@ -738,6 +781,8 @@ static void nb_releasedir(struct udcfs *fs, struct node *n, uint64_t dh)
 
 /* What one READDIRPLUS (or READDIR) reply adds to a fill. */
 struct fill_out {
+	struct nfs_state *s;
+	uint64_t dir_ino; /* for nfs_plus.c */
 	udc_fill *fill;
 	size_t max, added;
 	int err;      /* a udc_fill_add refusal: a malformed name, or a cookie out of range */
@@ -790,6 +835,8 @@ static void take_readdirplus(void *res, void *out)
 	READDIRPLUS3resok *ok = &r->READDIRPLUS3res_u.resok;
 	nfs_keep_post(&o->dir, &ok->dir_attributes);
 	memcpy(o->verf, ok->cookieverf, sizeof(o->verf));
+	/* the directory as this reply saw it: what its entries are valid for (nfs_plus.c) */
+	uint64_t change = o->dir.has ? nfs_change_of_fattr(&o->dir.a) : 0;
 	const entryplus3 *e = ok->reply.entries;
 	for (; e && o->added < o->max; e = e->nextentry) {
 		int rr = fill_one(o, e->name, e->fileid, udc_type_of_ftype(&e->name_attributes),
@@ -798,6 +845,10 @@ static void take_readdirplus(void *res, void *out)
 			o->err = rr;
 			return;
 		}
+		if (change && e->name_handle.handle_follows && e->name_attributes.attributes_follow)
+			plus_keep(o->s, o->dir_ino, change, e->name,
+				  &e->name_handle.post_op_fh3_u.handle,
+				  &e->name_attributes.post_op_attr_u.attributes);
 	}
 	o->eof = ok->reply.eof && !e;
 }
@@ -856,7 +907,8 @@ static int nb_fill(struct udcfs *fs, fuse_req_t req, struct node *dir, const uin
 {
 	uint64_t v = atomic_load(&dir->cookieverf);
 	char verf[NFS3_COOKIEVERFSIZE];
-	struct fill_out o = { .fill = fill, .max = max };
+	struct fill_out o = { .s = nfs_of(fs), .dir_ino = node_ino(fs, dir), .fill = fill,
+			      .max = max };
 
 	(void)dh;
 	if (cookie != 0 && !dir_cookie_valid(cookie))
@@ -866,7 +918,7 @@ static int nb_fill(struct udcfs *fs, fuse_req_t req, struct node *dir, const uin
 	int r = read_dir(fs, req, dir, nfs_cookie, verf, &o);
 	if (r == -NFS_EBADCOOKIE && nfs_cookie != 0 && o.added == 0) {
 		/* A new cookie verifier (the directory changed): ask for it, then resume. */
-		struct fill_out probe = { .fill = fill, .max = 0 };
+		struct fill_out probe = { .s = o.s, .fill = fill, .max = 0 };
 		memset(verf, 0, sizeof(verf));
 		r = read_dir(fs, req, dir, 0, verf, &probe);
 		if (r == 0) {
@@ -966,7 +1018,7 @@ static int nb_init(struct udcfs *fs, const struct options *o, udc_config *cfg)
 		return -1;
 	}
 	s->call_timeout_ms = (uint64_t)o->timeo * 100 * (o->retrans + 1);
-	int r = nfs_connect_all(s, o->source, o->connections);
+	int r = plus_init(s) == 0 ? nfs_connect_all(s, o->source, o->connections) : -ENOMEM;
 	if (r == 0)
 		r = nfs_root_fh(s, &fs->root.h);
 	if (r == 0)
@@ -993,6 +1045,7 @@ static void nb_destroy(struct udcfs *fs)
 	if (!s)
 		return;
 	nfs_disconnect_all(s);
+	plus_destroy(s);
 	free(s);
 	fs->be_data = NULL;
 }
@@ -1019,6 +1072,7 @@ const struct backend nfs_backend = {
 	.write = nb_write,
 	.fallocate = nb_fallocate,
 	.statfs = nb_statfs,
+	.access = nb_access,
 	.opendir = nb_opendir,
 	.releasedir = nb_releasedir,
 	.fill = nb_fill,

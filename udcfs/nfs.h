@@ -37,6 +37,8 @@ struct nfs_conn {
 	int next_free;        /* index of the next free connection; -1: none */
 };
 
+struct plus_table;
+
 enum lookupcache { LOOKUPCACHE_ALL, LOOKUPCACHE_POSITIVE, LOOKUPCACHE_NONE };
 
 struct nfs_state {
@@ -51,6 +53,7 @@ struct nfs_state {
 	enum lookupcache lookupcache;
 	uint32_t rsize, wsize;
 	_Atomic int no_plus; /* the server refused READDIRPLUS: READDIR */
+	struct plus_table *plus; /* nfs_plus.c */
 	/* relaxed: statistics only */
 	_Atomic uint64_t calls[NFS_NPROC];
 	_Atomic uint64_t jukebox_retries, reconnects;
@@ -77,8 +80,20 @@ int nfs_call(struct nfs_state *s, fuse_req_t req, enum nfs_proc proc, void *args
 	     nfs_take_fn take, void *out);
 int nfs_errno(int nfsstat);
 
+/* ---- nfs_plus.c ---- */
+int plus_init(struct nfs_state *s);
+void plus_destroy(struct nfs_state *s);
+/* Keeps what a READDIRPLUS of directory `dir` (change attribute `change`) said of `name`. */
+void plus_keep(struct nfs_state *s, uint64_t dir, uint64_t change, const char *name,
+	       const nfs_fh3 *fh, const fattr3 *a);
+/* 1 and *out if a fresh listing of `dir` answered `name` (its handle is then the caller's). */
+int plus_take(struct nfs_state *s, uint64_t dir, uint64_t change, const char *name,
+	      struct bobj *out);
+
 /* ---- nfs_attr.c ---- */
 void stat_of_fattr(const fattr3 *a, struct stat *st);
+/* The change attribute (see nfs_attr.c) of attributes a reply carried. */
+uint64_t nfs_change_of_fattr(const fattr3 *a);
 uint64_t nfs_attr_ttl(struct udcfs *fs, fuse_ino_t ino, struct node *n, const struct stat *st);
 /* Copies of a reply's attributes, taken inside the reply (nfs_keep_*), filed after it: the
  * attributes of `n` (or expired, if the reply had none), and a change's wcc data (see

@@ -36,15 +36,6 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static uint64_t change_of(uint64_t msec, uint64_t mnsec, uint64_t csec, uint64_t cnsec,
 			  uint64_t size)
 {
@@ -57,6 +48,12 @@ static uint64_t change_of_stat(const struct stat *st)
 	return change_of((uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec,
 			 (uint64_t)st->st_ctim.tv_sec, (uint64_t)st->st_ctim.tv_nsec,
 			 (uint64_t)st->st_size);
+}
+
+uint64_t nfs_change_of_fattr(const fattr3 *a)
+{
+	return change_of(a->mtime.seconds, a->mtime.nseconds, a->ctime.seconds, a->ctime.nseconds,
+			 a->size);
 }
 
 static uint64_t change_of_wcc(const wcc_attr *w)

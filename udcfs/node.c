@@ -55,7 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t mix64(uint64_t x)
+uint64_t mix64(uint64_t x)
 {
 	x ^= x >> 30;
 	x *= 0xbf58476d1ce4e5b9ull;

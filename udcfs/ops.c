@@ -446,8 +446,12 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct statvfs sv;
 	struct stat st;
-	int r = node_stat(fs, req, ino, &st);
 
+	if (fs->be->access) {
+		fuse_reply_err(req, -fs->be->access(fs, req, node_of(fs, ino), mask));
+		return;
+	}
+	int r = node_stat(fs, req, ino, &st);
 	if (r == 0 && (mask & W_OK) && fs->be->statfs(fs, req, node_of(fs, ino), &sv) == 0 &&
 	    (sv.f_flag & ST_RDONLY))
 		r = -EROFS;

@@ -214,6 +214,9 @@ struct backend {
 	int (*fallocate)(struct udcfs *fs, struct node *n, uint64_t fh, int mode, off_t off,
 			 off_t len);
 	int (*statfs)(struct udcfs *fs, fuse_req_t req, struct node *n, struct statvfs *sv);
+	/* access(2) for the caller: 0 or -EACCES, -errno (NULL: the front end judges the mode
+	 * bits). Asked only without default_permissions. */
+	int (*access)(struct udcfs *fs, fuse_req_t req, struct node *n, int mask);
 	/* An open directory: its handle for fill and releasedir. */
 	int (*opendir)(struct udcfs *fs, fuse_req_t req, struct node *n, uint64_t *dh);
 	void (*releasedir)(struct udcfs *fs, struct node *n, uint64_t dh);
@@ -238,6 +241,8 @@ extern const struct backend local_backend;
 extern const struct backend nfs_backend;
 
 /* ---- node.c ---- */
+/* A 64-bit mixing function (SplitMix64's finaliser): hashes of node identities and names. */
+uint64_t mix64(uint64_t x);
 int nodes_init(struct nodes *t, size_t buckets);
 void nodes_destroy(struct udcfs *fs);
 struct node *node_of(struct udcfs *fs, fuse_ino_t ino);

@@ -3,10 +3,10 @@
 # a filesystem author starts from; built from Debian's libfuse3-dev examples), and against the
 # backing directory itself, on the same loads in the same run. Not part of the test command.
 #
-#   make:    seed 002's Makefile (includes.mk: 50 empty -I directories on the filesystem, 200
+#   make:    the include-path Makefile (includes.mk: 50 empty -I directories on the filesystem, 200
 #            compiles, make -j2), compiling (make-c) and preprocessing only (make-E: the same
 #            lookups without the code generation);
-#   flood:   seed 000's flood on real paths (c-tests' dcache_stress -D: 2 x 100,000 unique
+#   flood:   the negative-entry flood on real paths (c-tests' dcache_stress -D: 2 x 100,000 unique
 #            names, access); udcfs lists each flood directory after its first 64 misses
 #            (list_after_misses) and answers the other names from the complete listing;
 #   flood-s: the same with each name accessed twice (dcache_stress -s): the second is a repeat;

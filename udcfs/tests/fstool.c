@@ -25,7 +25,7 @@
  *       ended at (lseek, as seekdir does): prints how many entries there were and what the
  *       second open finds there (nothing), or the error.
  *
- * (Seed 000's flood on real paths is c-tests/dcache_stress -D DIR.)
+ * (The negative-entry flood on real paths is c-tests/dcache_stress -D DIR.)
  *
  * Exit status: 0 success, 1 a check failed, 2 usage or setup error.
  */

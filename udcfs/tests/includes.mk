@@ -1,4 +1,4 @@
-# The load of seed 002 ("Add RCU-walk support to NFS", 2014), written anew after the thread's
+# The include-path load of the kernel thread "Add RCU-walk support to NFS" (2014), written anew after the thread's
 # description: many compiles of a one-line C++ file (#include <iostream>) with a long list of -I
 # directories that all exist and are all empty, so nearly every header lookup in them misses,
 # and the same misses repeat in every compile.

@@ -318,15 +318,26 @@ fi
 
 # ---- 3. concurrent changes ----
 t=$(date +%s.%N)
+# run_mix DIR [CMD...]: four fstool mix processes on DIR/n0..n31 for 4 s, and CMD beside them
+# (another client's changes); fails unless all of them succeed. Their counts: $WORK/mix.*.
+run_mix() {
+	local dir=$1 pid
+	shift
+	for seed in 1 2 3 4; do
+		"$FSTOOL" mix "$dir" 32 4 "$seed" >"$WORK/mix.$seed" &
+		MIX_PIDS+=($!)
+	done
+	if [ $# -gt 0 ]; then
+		"$@" &
+		MIX_PIDS+=($!)
+	fi
+	for pid in "${MIX_PIDS[@]}"; do
+		wait "$pid" || fail "concurrent: an operations process failed"
+	done
+	MIX_PIDS=()
+}
 mkdir "$MNT/mix"
-for seed in 1 2 3 4; do
-	"$FSTOOL" mix "$MNT/mix" 32 4 "$seed" >"$WORK/mix.$seed" &
-	MIX_PIDS+=($!)
-done
-for pid in "${MIX_PIDS[@]}"; do
-	wait "$pid" || fail "concurrent: an operations process failed"
-done
-MIX_PIDS=()
+run_mix "$MNT/mix"
 "$FSTOOL" compare "$MNT/mix" "$SRC/mix" 32 >"$WORK/compare" ||
 	fail "concurrent: udcfs answers differ from the backing directory: $(cat "$WORK/compare")"
 snapshot "$SRC/mix" >"$WORK/snap.backing"
@@ -371,8 +382,8 @@ if [ "$BACKEND" = nfs ]; then
 fi
 rm -rf "$WORK/build"
 
-# ---- 5. flood: seed 000's load ----
-# dcache_stress -D: the flood tool of seed 000 on real paths (c-tests/dcache_stress.c).
+# ---- 5. flood: the negative-entry flood ----
+# dcache_stress -D: the flood tool on real paths (c-tests/dcache_stress.c).
 flood() {
 	"$DCACHE_STRESS" -D "$MNT" "$@" >"$WORK/flood.out" 2>&1 ||
 		fail "flood: dcache_stress -D $* failed: $(tail -3 "$WORK/flood.out")"
