@@ -11,6 +11,7 @@ pub(crate) enum Event {
     WalkFallback,
     BackendLookup,
     CoalescedMiss,
+    CoalescedSleep,
     CompleteDirNegative,
     Revalidation,
     AccessCall,
@@ -20,8 +21,8 @@ pub(crate) enum Event {
 }
 
 /// How many kinds of event there are.
-const EVENTS: usize = 11;
-const _: () = assert!(7 + Reason::NeedsBlock as usize == EVENTS - 1, "one counter per reason");
+const EVENTS: usize = 12;
+const _: () = assert!(8 + Reason::NeedsBlock as usize == EVENTS - 1, "one counter per reason");
 
 impl Event {
     /// Where the event's counter sits in a stripe.
@@ -30,11 +31,12 @@ impl Event {
             Event::WalkFallback => 0,
             Event::BackendLookup => 1,
             Event::CoalescedMiss => 2,
-            Event::CompleteDirNegative => 3,
-            Event::Revalidation => 4,
-            Event::AccessCall => 5,
-            Event::AccessHit => 6,
-            Event::Fallback(why) => 7 + why as usize,
+            Event::CoalescedSleep => 3,
+            Event::CompleteDirNegative => 4,
+            Event::Revalidation => 5,
+            Event::AccessCall => 6,
+            Event::AccessHit => 7,
+            Event::Fallback(why) => 8 + why as usize,
         }
     }
 }
@@ -109,6 +111,9 @@ pub struct Stats {
     pub backend_lookups: u64,
     /// Misses that waited for another thread's call of the same name instead of calling.
     pub coalesced_misses: u64,
+    /// Of those, the ones whose call outlasted the waiter's spin, so that it slept on the call
+    /// and was woken (see [`crate::fetch`]).
+    pub coalesced_sleeps: u64,
     /// Misses answered "does not exist" by a complete cached listing, with no filesystem call
     /// and no negative dentry (only where negatives never time out: see [`crate::listing`]).
     pub complete_dir_negatives: u64,
@@ -175,6 +180,7 @@ impl fmt::Display for Stats {
         writeln!(f, "rename_sections {}", self.rename_sections)?;
         writeln!(f, "backend_lookups {}", self.backend_lookups)?;
         writeln!(f, "coalesced_misses {}", self.coalesced_misses)?;
+        writeln!(f, "coalesced_sleeps {}", self.coalesced_sleeps)?;
         writeln!(f, "complete_dir_negatives {}", self.complete_dir_negatives)?;
         writeln!(f, "inodes_recycled {}", self.inodes_recycled)?;
         writeln!(f, "dentries_recycled {}", self.dentries_recycled)?;
