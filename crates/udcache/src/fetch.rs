@@ -14,7 +14,7 @@
 //! - The filesystem is called with no lock held and no epoch guard pinned (a slow call must not
 //!   hold back grace periods).
 //! - A waiter first spins on the call's `answered` flag, for as long as the call is younger
-//!   than [`SPIN`]: a call that answers from memory or with one quick system call ends
+//!   than `SPIN` (20 µs): a call that answers from memory or with one quick system call ends
 //!   sooner than a sleep and a wake-up would (tens of microseconds), so sleeping would cost
 //!   the waiter more than the call it saves. A call still running at that age is a slow one
 //!   (a network round trip), and its waiters sleep: they count themselves in the call (under
