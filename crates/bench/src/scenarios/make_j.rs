@@ -22,10 +22,14 @@
 //! `scaling_2t_mutex` (the same for the mutex table), plus `compiles_per_s_<variant>_<n>t`,
 //! `ratio_vs_mutex_1t`/`_2t` (udcache's throughput over the mutex table's),
 //! `backend_lookups` (filesystem calls in udcache's last measurement, the one at the most
-//! threads: 1,020 if no negative was evicted) and `coalesced_misses` (misses in it that waited
-//! for another thread's call instead of calling, each a sleep and a wake); with
-//! `--max-threads`, also `compiles_per_s_<variant>_<n>t`, `scaling_<n>t` and
-//! `scaling_<n>t_mutex` for each count n above 2.
+//! threads: 1,020 if no negative was evicted), `coalesced_misses` (misses in it that waited
+//! for another thread's call instead of calling) and `coalesced_sleeps` (those of them that
+//! slept until the call ended, each a sleep and a wake: see `udcache::fetch`); with
+//! `--max-threads`, also `compiles_per_s_<variant>_<n>t`, `scaling_<n>t`,
+//! `scaling_<n>t_mutex` and `ratio_vs_mutex_<n>t` for each count n above 2. The machine's own
+//! scaling is measured in the same rounds (see [`crate::machine`]): `machine_scaling_<n>t`
+//! for every count, and each scaling field also as a share of it,
+//! `scaling_<n>t[_mutex]_of_machine`.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -38,9 +42,9 @@ use udcache::{Config, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, Resolve
 
 use super::lookup::{Key, KeyView};
 use super::maps::{Fields, with_more_threads};
-use crate::Options;
 use crate::measure::interleaved;
 use crate::report::{Report, Row};
+use crate::{Options, machine};
 
 pub(super) const INCLUDE_DIRS: u64 = 50;
 pub(super) const HEADERS: u64 = 20;
@@ -167,9 +171,17 @@ fn compile(table: &Table, files: &Files) {
     }
 }
 
+/// What udcache's cache counted in one measurement.
+#[derive(Clone, Copy, Default)]
+struct Calls {
+    backend_lookups: u64,
+    coalesced_misses: u64,
+    coalesced_sleeps: u64,
+}
+
 /// Compiles per second for `COMPILES` compiles shared by `threads` threads, on a fresh table;
 /// also the filesystem calls udcache made and the misses it coalesced into them.
-fn make(variant: &str, files: &Files, threads: usize) -> (f64, (u64, u64)) {
+fn make(variant: &str, files: &Files, threads: usize) -> (f64, Calls) {
     let table = Table::new(variant, files);
     let next = AtomicUsize::new(0);
     let start = Instant::now();
@@ -186,10 +198,14 @@ fn make(variant: &str, files: &Files, threads: usize) -> (f64, (u64, u64)) {
     let rate = COMPILES as f64 / start.elapsed().as_secs_f64();
     let calls = match &table {
         Table::Udcache(c) => {
-            let stats = c.stats();
-            (stats.backend_lookups, stats.coalesced_misses)
+            let s = c.stats();
+            Calls {
+                backend_lookups: s.backend_lookups,
+                coalesced_misses: s.coalesced_misses,
+                coalesced_sleeps: s.coalesced_sleeps,
+            }
         }
-        Table::Mutex(_) => (0, 0),
+        Table::Mutex(_) => Calls::default(),
     };
     (rate, calls)
 }
@@ -198,7 +214,7 @@ fn make(variant: &str, files: &Files, threads: usize) -> (f64, (u64, u64)) {
 pub fn run(opts: &Options) -> Report {
     let rounds = if opts.quick { 5 } else { 15 };
     let files = Files::new();
-    let backend_calls = Cell::new((0, 0));
+    let backend_calls = Cell::new(Calls::default());
     let counts = &opts.threads;
     let mut runs: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
     for variant in ["udcache", "mutex"] {
@@ -213,10 +229,12 @@ pub fn run(opts: &Options) -> Report {
             }));
         }
     }
+    runs.extend(machine::calibrations(counts));
     let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
     let r = interleaved(&mut refs, rounds);
-    // Each variant's rates at counts[0], counts[1], ….
-    let (ud, mx) = r.split_at(counts.len());
+    // Each variant's rates at counts[0], counts[1], …, then the calibration's.
+    let (ud, rest) = r.split_at(counts.len());
+    let (mx, machine_rates) = rest.split_at(counts.len());
     let (ud1, ud2, mx1, mx2) = (ud[0], ud[1], mx[0], mx[1]);
     let rate = |figure, scaling_suffix| Fields { figure, scaling_suffix, time_per_op: false };
 
@@ -239,9 +257,15 @@ pub fn run(opts: &Options) -> Report {
         .with("compiles_per_s_udcache_2t", ud2)
         .with("compiles_per_s_mutex_1t", mx1)
         .with("compiles_per_s_mutex_2t", mx2)
-        .with("backend_lookups", backend_calls.get().0)
-        .with("coalesced_misses", backend_calls.get().1);
+        .with("backend_lookups", backend_calls.get().backend_lookups)
+        .with("coalesced_misses", backend_calls.get().coalesced_misses)
+        .with("coalesced_sleeps", backend_calls.get().coalesced_sleeps);
     let summary = with_more_threads(summary, rate("compiles_per_s_udcache", ""), counts, ud);
-    report.summary(with_more_threads(summary, rate("compiles_per_s_mutex", "_mutex"), counts, mx));
+    let mut summary =
+        with_more_threads(summary, rate("compiles_per_s_mutex", "_mutex"), counts, mx);
+    for ((&n, u), m) in counts.iter().zip(ud).zip(mx).skip(2) {
+        summary = summary.with(&format!("ratio_vs_mutex_{n}t"), u / m);
+    }
+    report.summary(machine::with_machine_scaling(summary, counts, machine_rates));
     report
 }
