@@ -30,8 +30,16 @@
 //! scaling is measured in the same rounds (see [`crate::machine`]): `machine_scaling_<n>t`
 //! for every count, and each scaling field also as a share of it,
 //! `scaling_<n>t[_mutex]_of_machine`.
+//!
+//! Where udcache's threads spend a measurement, for each count n (the median over rounds; a
+//! share is of the threads' time, n × the wall time): `start_share_<n>t` (before a thread's
+//! first compile: spawning it), `first_compile_share_<n>t` (a thread's first compile beyond a
+//! steady one: the fresh cache's misses, and at n > 1 the wait for the other threads' calls
+//! of the same names), `tail_share_<n>t` (after a thread's last compile, until the last one
+//! ends) and `steady_compile_us_<n>t` (the median compile after the first: equal at 1 and n
+//! threads when the threads share no written line).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hash::RandomState;
 use std::sync::Mutex;
@@ -42,7 +50,7 @@ use udcache::{Config, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, Resolve
 
 use super::lookup::{Key, KeyView};
 use super::maps::{Fields, with_more_threads};
-use crate::measure::interleaved;
+use crate::measure::{interleaved, median};
 use crate::report::{Report, Row};
 use crate::{Options, machine};
 
@@ -179,23 +187,69 @@ struct Calls {
     coalesced_sleeps: u64,
 }
 
+/// Where one measurement's thread time went (each thread's share of the wall time, summed
+/// over threads and divided by the thread count).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Phases {
+    /// Before a thread's first compile: spawning it.
+    start: f64,
+    /// A thread's first compile, beyond a steady compile: the misses of the fresh cache (at
+    /// more than one thread, each waits for the others' calls of the same names).
+    first_compile: f64,
+    /// After a thread's last compile, until the last thread's ended.
+    tail: f64,
+    /// The median of the compiles after each thread's first, in µs.
+    steady_compile_us: f64,
+}
+
+impl Phases {
+    /// The phases of a measurement of `wall` ns, from each thread's start offset, end offset
+    /// and compile times (ns).
+    fn of(wall: u64, threads: &[(u64, u64, Vec<u64>)]) -> Self {
+        let steady = median(
+            threads.iter().flat_map(|(_, _, c)| c.iter().skip(1).map(|&t| t as f64)).collect(),
+        );
+        let share = |f: &dyn Fn(&(u64, u64, Vec<u64>)) -> f64| {
+            threads.iter().map(f).sum::<f64>() / (wall as f64 * threads.len() as f64)
+        };
+        Phases {
+            start: share(&|(start, _, _)| *start as f64),
+            first_compile: share(&|(_, _, c)| c.first().map_or(0.0, |&t| t as f64 - steady)),
+            tail: share(&|(_, end, _)| (wall - end) as f64),
+            steady_compile_us: steady / 1e3,
+        }
+    }
+}
+
 /// Compiles per second for `COMPILES` compiles shared by `threads` threads, on a fresh table;
-/// also the filesystem calls udcache made and the misses it coalesced into them.
-fn make(variant: &str, files: &Files, threads: usize) -> (f64, Calls) {
+/// also the filesystem calls udcache made and the misses it coalesced into them, and where the
+/// threads' time went.
+fn make(variant: &str, files: &Files, threads: usize) -> (f64, Calls, Phases) {
     let table = Table::new(variant, files);
     let next = AtomicUsize::new(0);
     let start = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                // Relaxed: a work counter; each compile is independent.
-                while next.fetch_add(1, Ordering::Relaxed) < COMPILES {
-                    compile(&table, files);
-                }
-            });
-        }
+    let since = |t: Instant| (t - start).as_nanos() as u64;
+    let timed = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let begun = since(Instant::now());
+                    let mut compiles = Vec::with_capacity(COMPILES);
+                    // Relaxed: a work counter; each compile is independent.
+                    while next.fetch_add(1, Ordering::Relaxed) < COMPILES {
+                        let t = Instant::now();
+                        compile(&table, files);
+                        compiles.push(t.elapsed().as_nanos() as u64);
+                    }
+                    (begun, since(Instant::now()), compiles)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect::<Vec<_>>()
     });
-    let rate = COMPILES as f64 / start.elapsed().as_secs_f64();
+    let wall = start.elapsed();
+    let rate = COMPILES as f64 / wall.as_secs_f64();
+    let phases = Phases::of(wall.as_nanos() as u64, &timed);
     let calls = match &table {
         Table::Udcache(c) => {
             let s = c.stats();
@@ -207,7 +261,7 @@ fn make(variant: &str, files: &Files, threads: usize) -> (f64, Calls) {
         }
         Table::Mutex(_) => Calls::default(),
     };
-    (rate, calls)
+    (rate, calls, phases)
 }
 
 /// Runs the scenario.
@@ -216,14 +270,17 @@ pub fn run(opts: &Options) -> Report {
     let files = Files::new();
     let backend_calls = Cell::new(Calls::default());
     let counts = &opts.threads;
+    // udcache's phases in every round, per thread count.
+    let phases = RefCell::new(vec![Vec::new(); counts.len()]);
     let mut runs: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
     for variant in ["udcache", "mutex"] {
-        for &threads in counts {
-            let (files, calls) = (&files, &backend_calls);
+        for (k, &threads) in counts.iter().enumerate() {
+            let (files, calls, phases) = (&files, &backend_calls, &phases);
             runs.push(Box::new(move || {
-                let (rate, n) = make(variant, files, threads);
+                let (rate, n, p) = make(variant, files, threads);
                 if variant == "udcache" {
                     calls.set(n);
+                    phases.borrow_mut()[k].push(p);
                 }
                 rate
             }));
@@ -266,6 +323,30 @@ pub fn run(opts: &Options) -> Report {
     for ((&n, u), m) in counts.iter().zip(ud).zip(mx).skip(2) {
         summary = summary.with(&format!("ratio_vs_mutex_{n}t"), u / m);
     }
+    drop(runs);
+    for (&n, p) in counts.iter().zip(phases.into_inner()) {
+        let med = |f: fn(&Phases) -> f64| median(p.iter().map(f).collect());
+        summary = summary
+            .with(&format!("start_share_{n}t"), med(|p| p.start))
+            .with(&format!("first_compile_share_{n}t"), med(|p| p.first_compile))
+            .with(&format!("tail_share_{n}t"), med(|p| p.tail))
+            .with(&format!("steady_compile_us_{n}t"), med(|p| p.steady_compile_us));
+    }
     report.summary(machine::with_machine_scaling(summary, counts, machine_rates));
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_split_the_threads_time() {
+        // Wall 1000 ns, two threads: started at 100 and 0, ended at 900 and 1000; first
+        // compiles of 300 and 200 ns, the others 100.
+        let threads = [(100, 900, vec![300, 100, 100]), (0, 1000, vec![200, 100, 100, 100])];
+        let p = Phases::of(1000, &threads);
+        assert_eq!(p.steady_compile_us, 0.1);
+        assert_eq!((p.start, p.first_compile, p.tail), (0.05, 0.15, 0.05));
+    }
 }
