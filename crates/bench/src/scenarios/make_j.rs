@@ -202,14 +202,17 @@ struct Phases {
     steady_compile_us: f64,
 }
 
+/// One thread's times in a measurement, in ns: its start and end after the measurement's
+/// start, and each of its compiles.
+type ThreadTimes = (u64, u64, Vec<u64>);
+
 impl Phases {
-    /// The phases of a measurement of `wall` ns, from each thread's start offset, end offset
-    /// and compile times (ns).
-    fn of(wall: u64, threads: &[(u64, u64, Vec<u64>)]) -> Self {
+    /// The phases of a measurement of `wall` ns, from each thread's times.
+    fn of(wall: u64, threads: &[ThreadTimes]) -> Self {
         let steady = median(
             threads.iter().flat_map(|(_, _, c)| c.iter().skip(1).map(|&t| t as f64)).collect(),
         );
-        let share = |f: &dyn Fn(&(u64, u64, Vec<u64>)) -> f64| {
+        let share = |f: &dyn Fn(&ThreadTimes) -> f64| {
             threads.iter().map(f).sum::<f64>() / (wall as f64 * threads.len() as f64)
         };
         Phases {
