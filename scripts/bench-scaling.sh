@@ -11,9 +11,12 @@
 # spend minutes in the locked baselines at 16 threads; `--full-extras` runs them full too),
 # all with `--json --max-threads N`. Each run's whole output goes to
 # OUTDIR/<scenario>.<run>.jsonl, each summary line (the last) to OUTDIR/summaries.jsonl, the
-# table below to OUTDIR/table.txt. It prints, per run, scaling_2t, machine_scaling_2t,
+# tables below to OUTDIR/table.txt. It prints, per run, scaling_2t, machine_scaling_2t,
 # scaling_2t_of_machine, ratio_vs_mutex_2t and their N-thread counterparts, then make-j's
-# medians. Needs bash and python3 only.
+# medians; then make-j's phases per run (start_share, first_compile_share, tail_share,
+# steady_compile_us at 1, 2 and N threads; coalesced misses and sleeps). Needs bash and
+# python3 only. Takes about 5 minutes on 16 cores (make-j ~25 s a run); with
+# --full-extras well over 10 (lookup alone over 4 minutes, map-lookup longer).
 set -euo pipefail
 
 usage() {
@@ -71,7 +74,9 @@ cols = [c for t in (2, n) for c in (f"scaling_{t}t", f"machine_scaling_{t}t",
 cols = list(dict.fromkeys(cols))  # N = 2: the columns once
 
 def cell(v):
-    return "-" if v is None else f"{v:.3f}"
+    if v is None:
+        return "-"
+    return str(v) if isinstance(v, int) else f"{v:.3f}"
 
 head = ["scenario", "run"] + cols
 table = []
@@ -87,7 +92,18 @@ if makej:
         vals = [r[c] for r in makej if r.get(c) is not None]
         medians.append(cell(statistics.median(vals)) if vals else "-")
     table.append(["make-j", "median"] + medians)
-widths = [max(len(x) for x in col) for col in zip(head, *table)]
-for line in [head] + table:
-    print("  ".join(x.rjust(w) for x, w in zip(line, widths)))
+
+def show(head, table):
+    widths = [max(len(x) for x in col) for col in zip(head, *table)]
+    for line in [head] + table:
+        print("  ".join(x.rjust(w) for x, w in zip(line, widths)))
+
+show(head, table)
+# Where make-j's threads spend a measurement (see the make-j scenario's docs).
+phases = [f"{f}_{t}t" for t in dict.fromkeys((1, 2, n))
+          for f in ("start_share", "first_compile_share", "tail_share", "steady_compile_us")]
+phases += ["coalesced_misses", "coalesced_sleeps"]
+print()
+show(["make-j run"] + phases,
+     [[str(i + 1)] + [cell(r.get(c)) for c in phases] for i, r in enumerate(makej)])
 EOF
