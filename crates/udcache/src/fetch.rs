@@ -174,11 +174,13 @@ impl Call {
         self.parent == parent && *self.name == *name
     }
 
-    /// Whether a waiter that has spun `spins` times spins on. The clock is read every 64
-    /// spins (a read costs about as much as 64 spins do).
+    /// Whether a waiter that has spun `spins` times spins on. The clock is read every 8
+    /// spins: a spin is one pause instruction (a few to about a hundred cycles, by CPU), a
+    /// read some tens of nanoseconds, so the spin overshoots `SPIN` by a few microseconds at
+    /// most.
     #[cfg(not(loom))]
     fn spin_on(&self, spins: u32) -> bool {
-        !spins.is_multiple_of(64) || self.started.elapsed() < SPIN
+        !spins.is_multiple_of(8) || self.started.elapsed() < SPIN
     }
 
     /// Under loom, one spin: the model explores a waiter that finds the answer while it spins
