@@ -13,8 +13,9 @@
 # OUTDIR/<scenario>.<run>.jsonl, each summary line (the last) to OUTDIR/summaries.jsonl, the
 # tables below to OUTDIR/table.txt. It prints, per run, scaling_2t, machine_scaling_2t,
 # scaling_2t_of_machine, ratio_vs_mutex_2t and their N-thread counterparts, then make-j's
-# medians; then make-j's phases per run (start_share, first_compile_share, tail_share,
-# steady_compile_us at 1, 2 and N threads; coalesced misses and sleeps). Needs bash and
+# medians; then make-j's phases per run (start_share, first_compile_share,
+# coalesced_wait_share, tail_share, steady_compile_us at 1, 2 and N threads; coalesced
+# misses and sleeps). Needs bash and
 # python3 only. Takes about 5 minutes on 16 cores (make-j ~25 s a run); with
 # --full-extras well over 10 (lookup alone over 4 minutes, map-lookup longer).
 set -euo pipefail
@@ -101,7 +102,8 @@ def show(head, table):
 show(head, table)
 # Where make-j's threads spend a measurement (see the make-j scenario's docs).
 phases = [f"{f}_{t}t" for t in dict.fromkeys((1, 2, n))
-          for f in ("start_share", "first_compile_share", "tail_share", "steady_compile_us")]
+          for f in ("start_share", "first_compile_share", "coalesced_wait_share", "tail_share",
+                    "steady_compile_us")]
 phases += ["coalesced_misses", "coalesced_sleeps"]
 print()
 show(["make-j run"] + phases,

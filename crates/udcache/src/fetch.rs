@@ -25,7 +25,8 @@
 //!   caller filed may already have been evicted by the bounding rules), always read under the
 //!   call's mutex. Each waiter is counted in
 //!   [`Stats::coalesced_misses`](crate::Stats::coalesced_misses), each one that slept also in
-//!   [`Stats::coalesced_sleeps`](crate::Stats::coalesced_sleeps).
+//!   [`Stats::coalesced_sleeps`](crate::Stats::coalesced_sleeps), and the time they waited in
+//!   [`Stats::coalesced_wait_ns`](crate::Stats::coalesced_wait_ns).
 //! - Errors are not cached: the caller and its waiters all get the errno; the next miss calls
 //!   again. A caller whose filesystem panics still ends its call: its waiters get `EIO`.
 //! - Lock order: the in-flight mutex, then a call's mutex; neither is held while any cache lock
@@ -345,7 +346,10 @@ impl Dcache {
             Role::Caller(call) => self.call(fs, parent, name, &call, lookup),
             Role::Waiter(call) => {
                 self.events.bump(Event::CoalescedMiss);
+                let waiting = std::time::Instant::now();
                 let (answer, slept) = call.answer();
+                let waited = u64::try_from(waiting.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                self.events.add(Event::CoalescedWaitNs, waited);
                 if slept {
                     self.events.bump(Event::CoalescedSleep);
                 }

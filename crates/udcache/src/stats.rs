@@ -12,6 +12,8 @@ pub(crate) enum Event {
     BackendLookup,
     CoalescedMiss,
     CoalescedSleep,
+    /// Not a count: nanoseconds, added per wait.
+    CoalescedWaitNs,
     CompleteDirNegative,
     Revalidation,
     AccessCall,
@@ -21,8 +23,8 @@ pub(crate) enum Event {
 }
 
 /// How many kinds of event there are.
-const EVENTS: usize = 12;
-const _: () = assert!(8 + Reason::NeedsBlock as usize == EVENTS - 1, "one counter per reason");
+const EVENTS: usize = 13;
+const _: () = assert!(9 + Reason::NeedsBlock as usize == EVENTS - 1, "one counter per reason");
 
 impl Event {
     /// Where the event's counter sits in a stripe.
@@ -32,11 +34,12 @@ impl Event {
             Event::BackendLookup => 1,
             Event::CoalescedMiss => 2,
             Event::CoalescedSleep => 3,
-            Event::CompleteDirNegative => 4,
-            Event::Revalidation => 5,
-            Event::AccessCall => 6,
-            Event::AccessHit => 7,
-            Event::Fallback(why) => 8 + why as usize,
+            Event::CoalescedWaitNs => 4,
+            Event::CompleteDirNegative => 5,
+            Event::Revalidation => 6,
+            Event::AccessCall => 7,
+            Event::AccessHit => 8,
+            Event::Fallback(why) => 9 + why as usize,
         }
     }
 }
@@ -114,6 +117,8 @@ pub struct Stats {
     /// Of those, the ones whose call outlasted the waiter's spin, so that it slept on the call
     /// and was woken (see [`crate::fetch`]).
     pub coalesced_sleeps: u64,
+    /// The time those misses spent waiting, spinning or asleep, all together, in nanoseconds.
+    pub coalesced_wait_ns: u64,
     /// Misses answered "does not exist" by a complete cached listing, with no filesystem call
     /// and no negative dentry (only where negatives never time out: see [`crate::listing`]).
     pub complete_dir_negatives: u64,
@@ -181,6 +186,7 @@ impl fmt::Display for Stats {
         writeln!(f, "backend_lookups {}", self.backend_lookups)?;
         writeln!(f, "coalesced_misses {}", self.coalesced_misses)?;
         writeln!(f, "coalesced_sleeps {}", self.coalesced_sleeps)?;
+        writeln!(f, "coalesced_wait_ns {}", self.coalesced_wait_ns)?;
         writeln!(f, "complete_dir_negatives {}", self.complete_dir_negatives)?;
         writeln!(f, "inodes_recycled {}", self.inodes_recycled)?;
         writeln!(f, "dentries_recycled {}", self.dentries_recycled)?;

@@ -279,6 +279,10 @@ fn slow_calls_are_made_once_per_name_and_their_waiters_sleep() {
     assert_eq!(s.backend_lookups, names.len() as u64, "{s:?}");
     assert!(s.coalesced_misses >= 1 && s.coalesced_sleeps >= 1, "{s:?}");
     assert!(s.coalesced_sleeps <= s.coalesced_misses, "{s:?}");
+    // Waits happen only while a call runs: never longer, together, than the calls of every
+    // waiter (the calls ran one after another).
+    let calls_ns = (names.len() * THREADS) as u64 * 10_000_000;
+    assert!(s.coalesced_wait_ns > 0 && s.coalesced_wait_ns < 2 * calls_ns, "{s:?}");
 }
 
 /// Stress: calls that answer at once, in a few microseconds (waiters spin) and in 200 µs

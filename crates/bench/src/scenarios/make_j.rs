@@ -36,8 +36,9 @@
 //! first compile: spawning it), `first_compile_share_<n>t` (a thread's first compile beyond a
 //! steady one: the fresh cache's misses, and at n > 1 the wait for the other threads' calls
 //! of the same names), `tail_share_<n>t` (after a thread's last compile, until the last one
-//! ends) and `steady_compile_us_<n>t` (the median compile after the first: equal at 1 and n
-//! threads when the threads share no written line).
+//! ends), `coalesced_wait_share_<n>t` (waiting for another thread's call of a name, spinning
+//! or asleep: part of the first compile's) and `steady_compile_us_<n>t` (the median compile
+//! after the first: equal at 1 and n threads when the threads share no written line).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -198,6 +199,8 @@ struct Phases {
     first_compile: f64,
     /// After a thread's last compile, until the last thread's ended.
     tail: f64,
+    /// Waiting for another thread's call of a name (udcache's coalesced misses).
+    coalesced_wait: f64,
     /// The median of the compiles after each thread's first, in µs.
     steady_compile_us: f64,
 }
@@ -207,8 +210,9 @@ struct Phases {
 type ThreadTimes = (u64, u64, Vec<u64>);
 
 impl Phases {
-    /// The phases of a measurement of `wall` ns, from each thread's times.
-    fn of(wall: u64, threads: &[ThreadTimes]) -> Self {
+    /// The phases of a measurement of `wall` ns, from each thread's times and the time all
+    /// threads waited for each other's calls.
+    fn of(wall: u64, threads: &[ThreadTimes], waited: u64) -> Self {
         let steady = median(
             threads.iter().flat_map(|(_, _, c)| c.iter().skip(1).map(|&t| t as f64)).collect(),
         );
@@ -219,6 +223,7 @@ impl Phases {
             start: share(&|(start, _, _)| *start as f64),
             first_compile: share(&|(_, _, c)| c.first().map_or(0.0, |&t| t as f64 - steady)),
             tail: share(&|(_, end, _)| (wall - end) as f64),
+            coalesced_wait: waited as f64 / (wall as f64 * threads.len() as f64),
             steady_compile_us: steady / 1e3,
         }
     }
@@ -252,19 +257,19 @@ fn make(variant: &str, files: &Files, threads: usize) -> (f64, Calls, Phases) {
     });
     let wall = start.elapsed();
     let rate = COMPILES as f64 / wall.as_secs_f64();
-    let phases = Phases::of(wall.as_nanos() as u64, &timed);
-    let calls = match &table {
+    let (calls, waited) = match &table {
         Table::Udcache(c) => {
             let s = c.stats();
-            Calls {
+            let calls = Calls {
                 backend_lookups: s.backend_lookups,
                 coalesced_misses: s.coalesced_misses,
                 coalesced_sleeps: s.coalesced_sleeps,
-            }
+            };
+            (calls, s.coalesced_wait_ns)
         }
-        Table::Mutex(_) => Calls::default(),
+        Table::Mutex(_) => (Calls::default(), 0),
     };
-    (rate, calls, phases)
+    (rate, calls, Phases::of(wall.as_nanos() as u64, &timed, waited))
 }
 
 /// Runs the scenario.
@@ -333,6 +338,7 @@ pub fn run(opts: &Options) -> Report {
             .with(&format!("start_share_{n}t"), med(|p| p.start))
             .with(&format!("first_compile_share_{n}t"), med(|p| p.first_compile))
             .with(&format!("tail_share_{n}t"), med(|p| p.tail))
+            .with(&format!("coalesced_wait_share_{n}t"), med(|p| p.coalesced_wait))
             .with(&format!("steady_compile_us_{n}t"), med(|p| p.steady_compile_us));
     }
     report.summary(machine::with_machine_scaling(summary, counts, machine_rates));
@@ -348,8 +354,9 @@ mod tests {
         // Wall 1000 ns, two threads: started at 100 and 0, ended at 900 and 1000; first
         // compiles of 300 and 200 ns, the others 100.
         let threads = [(100, 900, vec![300, 100, 100]), (0, 1000, vec![200, 100, 100, 100])];
-        let p = Phases::of(1000, &threads);
+        let p = Phases::of(1000, &threads, 100);
         assert_eq!(p.steady_compile_us, 0.1);
         assert_eq!((p.start, p.first_compile, p.tail), (0.05, 0.15, 0.05));
+        assert_eq!(p.coalesced_wait, 0.05);
     }
 }
