@@ -12,9 +12,12 @@
 //! the summary `{"scenario": "<name>", ...}`. `--max-threads N` makes the
 //! scenarios that measure thread scaling (`lookup`, `map-lookup`, `make-j`) run each variant
 //! at 1, 2, 4, … and N threads (default 2: only 1 and 2), adding `scaling_<n>t` fields for the
-//! counts above 2; the 1- and 2-thread fields stay as they are.
+//! counts above 2; the 1- and 2-thread fields stay as they are. Those scenarios and
+//! `make-j-reval` also report the machine's own scaling, measured in the same rounds
+//! (`machine_scaling_<n>t`, and each scaling as a share of it: see [`machine`]).
 
 mod alloc_count;
+mod machine;
 mod measure;
 mod report;
 mod scenarios;

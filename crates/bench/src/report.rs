@@ -107,6 +107,11 @@ impl Row {
         self
     }
 
+    /// Its figures, in order.
+    pub fn fields(&self) -> &[(String, Value)] {
+        &self.0
+    }
+
     /// The row as one JSON object.
     pub fn to_json(&self) -> String {
         let mut out = String::from("{");

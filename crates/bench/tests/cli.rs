@@ -164,6 +164,7 @@ fn map_lookup_reports_ratios() {
     for f in ["ratio_vs_papaya_1t", "ratio_vs_papaya_2t", "scaling_2t"] {
         assert!(s[f].as_f64().is_some_and(|v| v > 0.0), "{f}: {s}");
     }
+    assert_machine_shares(&s, &[1, 2]);
 }
 
 #[test]
@@ -181,6 +182,27 @@ fn lookup_reports_per_component_figures() {
     for (field, variant) in [("scaling_2t", "udcache"), ("scaling_2t_mutex", "mutex")] {
         let ns = |t: u32| s[format!("ns_per_component_{variant}_{t}t")].as_f64().unwrap();
         assert_same(&s, field, ns(1) / ns(2));
+    }
+    assert_machine_shares(&s, &[1, 2]);
+}
+
+/// The machine's scaling at every count in `counts` above 1 is in `s`, and every scaling field
+/// of `s` (`scaling_<n>t…`) comes with its share of the machine's, computed from the two.
+fn assert_machine_shares(s: &serde_json::Value, counts: &[u32]) {
+    for n in counts.iter().skip(1) {
+        let machine = s[format!("machine_scaling_{n}t")].as_f64();
+        assert!(machine.is_some_and(|m| m > 0.0), "machine_scaling_{n}t: {s}");
+    }
+    let fields = s.as_object().unwrap();
+    let scalings: Vec<&String> = fields
+        .keys()
+        .filter(|k| k.starts_with("scaling_") && !k.ends_with("_of_machine"))
+        .collect();
+    assert!(scalings.iter().any(|k| *k == "scaling_2t"), "{s}");
+    for key in scalings {
+        let n = key["scaling_".len()..].split('t').next().unwrap();
+        let machine = s[format!("machine_scaling_{n}t")].as_f64().unwrap();
+        assert_same(s, &format!("{key}_of_machine"), s[key].as_f64().unwrap() / machine);
     }
 }
 
@@ -210,7 +232,18 @@ fn make_j_reports_scaling() {
     assert!(rows.iter().all(|r| r["scaling_3t"].as_f64().is_some()), "{rows:?}");
     // 20 headers x (50 include dirs + the system dir): each name is asked for at least once.
     assert!(s["backend_lookups"].as_u64().is_some_and(|n| n >= 1020), "{s}");
-    assert!(s["coalesced_misses"].as_u64().is_some(), "{s}");
+    let (misses, sleeps) = (s["coalesced_misses"].as_u64(), s["coalesced_sleeps"].as_u64());
+    assert!(sleeps.is_some_and(|z| Some(z) <= misses), "{s}");
+    let rate = |v: &str, t: u32| s[format!("compiles_per_s_{v}_{t}t")].as_f64().unwrap();
+    assert_same(&s, "ratio_vs_mutex_3t", rate("udcache", 3) / rate("mutex", 3));
+    assert_machine_shares(&s, &[1, 2, 3]);
+    assert!(s.get("scaling_3t_of_machine").is_some() && s.get("machine_scaling_4t").is_none());
+    for n in 1..=3 {
+        let shares = ["start_share", "first_compile_share", "tail_share", "coalesced_wait_share"]
+            .map(|f| s[format!("{f}_{n}t")].as_f64().expect("a share per count"));
+        assert!(shares.iter().sum::<f64>() < 1.0, "{n} threads: {shares:?}: {s}");
+        assert!(s[format!("steady_compile_us_{n}t")].as_f64().is_some_and(|us| us > 0.0));
+    }
 }
 
 #[test]
@@ -260,4 +293,6 @@ fn make_j_reval_reports_lockless_share_scaling_and_access_cost() {
     for f in ["rpc_getattr", "rpc_access", "revalidations", "fallback_access"] {
         assert!(s[f].as_u64().is_some_and(|n| n > 0), "{f}: {s}");
     }
+    assert_machine_shares(&s, &[1, 2]);
+    assert!(s.get("scaling_2t_forever_of_machine").is_some(), "{s}");
 }

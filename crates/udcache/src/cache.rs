@@ -976,6 +976,8 @@ impl Dcache {
             rename_sections: self.rename.sections(),
             backend_lookups: self.events.get(Event::BackendLookup),
             coalesced_misses: self.events.get(Event::CoalescedMiss),
+            coalesced_sleeps: self.events.get(Event::CoalescedSleep),
+            coalesced_wait_ns: self.events.get(Event::CoalescedWaitNs),
             complete_dir_negatives: self.events.get(Event::CompleteDirNegative),
             inodes_recycled: self.pool.stats().recycled,
             dentries_recycled: n.recycled,

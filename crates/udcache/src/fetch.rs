@@ -13,18 +13,28 @@
 //!   asking and file what they learn under it.
 //! - The filesystem is called with no lock held and no epoch guard pinned (a slow call must not
 //!   hold back grace periods).
-//! - Waiters count themselves in the call (under its mutex) and sleep on its condition
-//!   variable; the caller wakes them only if there are any (a wake is a system call). They
-//!   take the caller's answer as their own
-//!   (they do not look again: the negative the caller filed may already have been evicted by
-//!   the bounding rules). Each waiter is counted in
-//!   [`Stats::coalesced_misses`](crate::Stats::coalesced_misses).
+//! - A waiter first spins on the call's `answered` flag, for as long as the call is younger
+//!   than `SPIN` (20 µs): a call that answers from memory or with one quick system call ends
+//!   sooner than a sleep and a wake-up would (tens of microseconds), so sleeping would cost
+//!   the waiter more than the call it saves. A call still running at that age is a slow one
+//!   (a network round trip), and its waiters sleep: they count themselves in the call (under
+//!   its mutex) and sleep on its condition variable; the caller wakes them only if there are
+//!   any (a wake is a system call). Spinning or sleeping, a waiter never calls the
+//!   filesystem itself: one call per name however long it takes.
+//! - Waiters take the caller's answer as their own (they do not look again: the negative the
+//!   caller filed may already have been evicted by the bounding rules), always read under the
+//!   call's mutex. Each waiter is counted in
+//!   [`Stats::coalesced_misses`](crate::Stats::coalesced_misses), each one that slept also in
+//!   [`Stats::coalesced_sleeps`](crate::Stats::coalesced_sleeps), and the time they waited in
+//!   [`Stats::coalesced_wait_ns`](crate::Stats::coalesced_wait_ns).
 //! - Errors are not cached: the caller and its waiters all get the errno; the next miss calls
 //!   again. A caller whose filesystem panics still ends its call: its waiters get `EIO`.
 //! - Lock order: the in-flight mutex, then a call's mutex; neither is held while any cache lock
 //!   is taken (filing the answer happens before the map lock).
 
 use std::sync::Arc;
+#[cfg(not(loom))]
+use std::time::{Duration, Instant};
 
 use udcache_neghash::epoch;
 use udcache_readdir::{Fill, FillError};
@@ -37,7 +47,7 @@ use crate::name::validate_name;
 use crate::reval::{Cached, Revalidate, Settled};
 use crate::splice::Spliced;
 use crate::stats::Event;
-use crate::sync::{Condvar, Mutex, lock};
+use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, lock, spin};
 
 /// The filesystem behind the cache: asked on a miss, and for directory listings.
 pub trait Filesystem: Send + Sync {
@@ -123,10 +133,21 @@ type Answer = Result<Resolved, Error>;
 /// What one call settled: an answer, or `None` when a revalidation alone dropped the dentry.
 type Settle = Result<Option<Resolved>, Error>;
 
+/// How long after a call starts its waiters spin before they sleep: about what a sleep and a
+/// wake-up cost, so a waiter of a call that ends sooner never sleeps, and one of a slower call
+/// spins for no more than it then spends sleeping anyway.
+#[cfg(not(loom))]
+const SPIN: Duration = Duration::from_micros(20);
+
 /// One filesystem call in flight for the name `(parent, name)`.
 struct Call {
     parent: u64,
     name: Box<[u8]>,
+    /// When the call started: its waiters spin until it is [`SPIN`] old.
+    #[cfg(not(loom))]
+    started: Instant,
+    /// Set once `state` holds the answer; what spinning waiters watch.
+    answered: AtomicBool,
     state: Mutex<CallState>,
     done: Condvar,
 }
@@ -138,8 +159,59 @@ struct CallState {
 }
 
 impl Call {
+    fn new(parent: u64, name: &[u8]) -> Self {
+        Call {
+            parent,
+            name: name.into(),
+            #[cfg(not(loom))]
+            started: Instant::now(),
+            answered: AtomicBool::new(false),
+            state: Mutex::new(CallState { answer: None, waiters: 0 }),
+            done: Condvar::new(),
+        }
+    }
+
     fn is_for(&self, parent: u64, name: &[u8]) -> bool {
         self.parent == parent && *self.name == *name
+    }
+
+    /// Whether a waiter that has spun `spins` times spins on. The clock is read every 8
+    /// spins: a spin is one pause instruction (a few to about a hundred cycles, by CPU), a
+    /// read some tens of nanoseconds, so the spin overshoots `SPIN` by a few microseconds at
+    /// most.
+    #[cfg(not(loom))]
+    fn spin_on(&self, spins: u32) -> bool {
+        !spins.is_multiple_of(8) || self.started.elapsed() < SPIN
+    }
+
+    /// Under loom, one spin: the model explores a waiter that finds the answer while it spins
+    /// and one that goes on to sleep.
+    #[cfg(loom)]
+    fn spin_on(&self, spins: u32) -> bool {
+        spins < 1
+    }
+
+    /// The caller's answer, waited for as the rules say: spinning while the call is young,
+    /// then asleep. Also whether this waiter slept.
+    fn answer(&self) -> (Settle, bool) {
+        let mut spins = 0;
+        // Acquire: pairs with the Release store in `Ending::drop`, made after the answer was
+        // set; the answer itself is read under the mutex below, so this only ends the spin.
+        while !self.answered.load(Ordering::Acquire) && self.spin_on(spins) {
+            spin();
+            spins += 1;
+        }
+        let mut state = lock(&self.state);
+        let slept = state.answer.is_none();
+        if slept {
+            // Counted under the lock the caller sets the answer under: it sees this count and
+            // wakes this waiter, or this waiter sees the answer and does not sleep.
+            state.waiters += 1;
+            while state.answer.is_none() {
+                state = self.done.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+        (state.answer.clone().expect("woken with an answer"), slept)
     }
 }
 
@@ -175,6 +247,9 @@ impl Drop for Ending<'_> {
         let waiters = {
             let mut state = lock(&self.call.state);
             state.answer = Some(answer);
+            // Release: pairs with the Acquire load of spinning waiters (`Call::answer`); set
+            // after the answer, so a waiter that sees it finds the answer under the lock.
+            self.call.answered.store(true, Ordering::Release);
             state.waiters
         };
         // A waiter counts itself before it sleeps, under the same lock: none is missed.
@@ -271,12 +346,14 @@ impl Dcache {
             Role::Caller(call) => self.call(fs, parent, name, &call, lookup),
             Role::Waiter(call) => {
                 self.events.bump(Event::CoalescedMiss);
-                let mut state = lock(&call.state);
-                state.waiters += 1;
-                while state.answer.is_none() {
-                    state = call.done.wait(state).unwrap_or_else(|e| e.into_inner());
+                let waiting = std::time::Instant::now();
+                let (answer, slept) = call.answer();
+                let waited = u64::try_from(waiting.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                self.events.add(Event::CoalescedWaitNs, waited);
+                if slept {
+                    self.events.bump(Event::CoalescedSleep);
                 }
-                state.answer.clone().expect("woken with an answer")
+                answer
             }
         }
     }
@@ -310,12 +387,7 @@ impl Dcache {
         if let InCache::Fresh(r) = self.cached(parent, name) {
             return Role::Cached(r);
         }
-        let call = Arc::new(Call {
-            parent,
-            name: name.into(),
-            state: Mutex::new(CallState { answer: None, waiters: 0 }),
-            done: Condvar::new(),
-        });
+        let call = Arc::new(Call::new(parent, name));
         calls.push(call.clone());
         Role::Caller(call)
     }

@@ -11,6 +11,9 @@ pub(crate) enum Event {
     WalkFallback,
     BackendLookup,
     CoalescedMiss,
+    CoalescedSleep,
+    /// Not a count: nanoseconds, added per wait.
+    CoalescedWaitNs,
     CompleteDirNegative,
     Revalidation,
     AccessCall,
@@ -20,8 +23,8 @@ pub(crate) enum Event {
 }
 
 /// How many kinds of event there are.
-const EVENTS: usize = 11;
-const _: () = assert!(7 + Reason::NeedsBlock as usize == EVENTS - 1, "one counter per reason");
+const EVENTS: usize = 13;
+const _: () = assert!(9 + Reason::NeedsBlock as usize == EVENTS - 1, "one counter per reason");
 
 impl Event {
     /// Where the event's counter sits in a stripe.
@@ -30,11 +33,13 @@ impl Event {
             Event::WalkFallback => 0,
             Event::BackendLookup => 1,
             Event::CoalescedMiss => 2,
-            Event::CompleteDirNegative => 3,
-            Event::Revalidation => 4,
-            Event::AccessCall => 5,
-            Event::AccessHit => 6,
-            Event::Fallback(why) => 7 + why as usize,
+            Event::CoalescedSleep => 3,
+            Event::CoalescedWaitNs => 4,
+            Event::CompleteDirNegative => 5,
+            Event::Revalidation => 6,
+            Event::AccessCall => 7,
+            Event::AccessHit => 8,
+            Event::Fallback(why) => 9 + why as usize,
         }
     }
 }
@@ -109,6 +114,11 @@ pub struct Stats {
     pub backend_lookups: u64,
     /// Misses that waited for another thread's call of the same name instead of calling.
     pub coalesced_misses: u64,
+    /// Of those, the ones whose call outlasted the waiter's spin, so that it slept on the call
+    /// and was woken (see [`crate::fetch`]).
+    pub coalesced_sleeps: u64,
+    /// The time those misses spent waiting, spinning or asleep, all together, in nanoseconds.
+    pub coalesced_wait_ns: u64,
     /// Misses answered "does not exist" by a complete cached listing, with no filesystem call
     /// and no negative dentry (only where negatives never time out: see [`crate::listing`]).
     pub complete_dir_negatives: u64,
@@ -175,6 +185,8 @@ impl fmt::Display for Stats {
         writeln!(f, "rename_sections {}", self.rename_sections)?;
         writeln!(f, "backend_lookups {}", self.backend_lookups)?;
         writeln!(f, "coalesced_misses {}", self.coalesced_misses)?;
+        writeln!(f, "coalesced_sleeps {}", self.coalesced_sleeps)?;
+        writeln!(f, "coalesced_wait_ns {}", self.coalesced_wait_ns)?;
         writeln!(f, "complete_dir_negatives {}", self.complete_dir_negatives)?;
         writeln!(f, "inodes_recycled {}", self.inodes_recycled)?;
         writeln!(f, "dentries_recycled {}", self.dentries_recycled)?;

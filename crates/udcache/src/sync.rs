@@ -19,8 +19,9 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// One wait step of a spin on a sequence count held odd by a writer: a hint to the CPU, or
-/// under loom a yield, so the model schedules the writer instead of spinning forever.
+/// One wait step of a spin (on a sequence count held odd by a writer, on a call's answer): a
+/// hint to the CPU, or under loom a yield, so the model schedules the other thread instead of
+/// spinning forever.
 pub(crate) fn spin() {
     #[cfg(loom)]
     loom::thread::yield_now();

@@ -222,3 +222,96 @@ fn a_positive_answer_overtaken_by_an_add_resolves_to_what_the_add_filed() {
     let counted = |ino| cache.inode(&g, ino).unwrap().lookups();
     assert_eq!((counted(7), counted(8)), (1, 2), "7: its add; 8: its add and the resolve");
 }
+
+/// Answers every name as a file (ino from its last byte) after `delay(name)`, counting the
+/// calls of each name.
+struct Timed {
+    delay: fn(&[u8]),
+    calls: std::sync::Mutex<std::collections::HashMap<Vec<u8>, u64>>,
+}
+
+impl Timed {
+    fn new(delay: fn(&[u8])) -> Self {
+        Timed { delay, calls: Default::default() }
+    }
+}
+
+impl Filesystem for Timed {
+    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        *self.calls.lock().unwrap().entry(name.to_vec()).or_default() += 1;
+        (self.delay)(name);
+        let ino = 100 + u64::from(*name.last().unwrap());
+        Ok(Some(InodeSpec { ino, kind: FileType::Regular, fs_data: 0 }))
+    }
+}
+
+/// `THREADS` threads start together and resolve every one of `names` in the same order (so
+/// their misses meet); checks every answer and returns the cache's figures.
+fn resolve_together(fs: &Timed, names: &[Vec<u8>]) -> udcache::Stats {
+    let cache = Dcache::new(Config::for_entries(4096));
+    let start = Barrier::new(THREADS);
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                start.wait();
+                for name in names {
+                    let answer = cache.resolve(fs, ROOT_INO, name);
+                    let ino = 100 + u64::from(*name.last().unwrap());
+                    assert!(matches!(answer, Ok(Resolved::Found(s)) if s.ino == ino), "{answer:?}");
+                }
+            });
+        }
+    });
+    cache.stats()
+}
+
+/// A filesystem whose every lookup takes 10 ms (a slow network): 8 threads missing the same
+/// names together still make one call per name, and the waiters of such a call sleep on it
+/// instead of spinning for its whole length.
+#[test]
+fn slow_calls_are_made_once_per_name_and_their_waiters_sleep() {
+    let fs = Timed::new(|_| std::thread::sleep(Duration::from_millis(10)));
+    let names: Vec<Vec<u8>> = (b'a'..=b'd').map(|c| vec![b'f', c]).collect();
+    let s = resolve_together(&fs, &names);
+    let calls = fs.calls.into_inner().unwrap();
+    assert_eq!(calls.len(), names.len());
+    assert!(calls.values().all(|&n| n == 1), "one call per name: {calls:?}");
+    assert_eq!(s.backend_lookups, names.len() as u64, "{s:?}");
+    assert!(s.coalesced_misses >= 1 && s.coalesced_sleeps >= 1, "{s:?}");
+    assert!(s.coalesced_sleeps <= s.coalesced_misses, "{s:?}");
+    // Waits happen only while a call runs: never longer, together, than the calls of every
+    // waiter (the calls ran one after another).
+    let calls_ns = (names.len() * THREADS) as u64 * 10_000_000;
+    assert!(s.coalesced_wait_ns > 0 && s.coalesced_wait_ns < 2 * calls_ns, "{s:?}");
+}
+
+/// Stress: calls that answer at once, in a few microseconds (waiters spin) and in 200 µs
+/// (waiters sleep), mixed, many names, many rounds on fresh caches: still one call per name,
+/// and every thread gets the filesystem's answer.
+#[test]
+fn quick_and_slow_calls_are_made_once_per_name() {
+    let delay: fn(&[u8]) = |name| match name.last().unwrap() % 3 {
+        0 => {}
+        1 => {
+            let until = Instant::now() + Duration::from_micros(5);
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
+        _ => std::thread::sleep(Duration::from_micros(200)),
+    };
+    // Unique names; the last letter picks the delay and the inode.
+    let names: Vec<Vec<u8>> =
+        (0..120u8).map(|i| format!("n{i}{}", char::from(b'a' + i % 26)).into_bytes()).collect();
+    let mut coalesced = 0;
+    for _ in 0..20 {
+        let fs = Timed::new(delay);
+        let s = resolve_together(&fs, &names);
+        let calls = fs.calls.into_inner().unwrap();
+        assert_eq!(calls.len(), names.len());
+        assert!(calls.values().all(|&n| n == 1), "one call per name: {calls:?}");
+        assert_eq!(s.backend_lookups, names.len() as u64, "{s:?}");
+        coalesced += s.coalesced_misses;
+    }
+    assert!(coalesced > 0, "the threads' misses never met");
+}

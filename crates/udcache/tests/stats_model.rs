@@ -740,6 +740,8 @@ fn check(cache: &Dcache, model: &mut Model, buckets: u64) -> Result<(), TestCase
         rename_sections: model.sections,
         backend_lookups: model.backend_lookups,
         coalesced_misses: 0,
+        coalesced_sleeps: 0,
+        coalesced_wait_ns: 0,
         complete_dir_negatives: 0,
         inodes_recycled: s.inodes_recycled,
         dentries_recycled: s.dentries_recycled,

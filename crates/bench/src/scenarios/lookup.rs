@@ -30,7 +30,10 @@
 //! a throughput ratio), `scaling_2t` (udcache's throughput with 2 threads over
 //! 1 thread), `scaling_2t_mutex` (the same for `Mutex<HashMap>`), plus
 //! `ns_per_component_<variant>_<threads>t` for every variant; with `--max-threads`, also
-//! `scaling_<n>t` and `scaling_<n>t_mutex` for each count n above 2. Each variant's row also
+//! `scaling_<n>t` and `scaling_<n>t_mutex` for each count n above 2; and the machine's own
+//! scaling, measured in the same rounds (see [`crate::machine`]): `machine_scaling_<n>t` for
+//! every count and each scaling field as a share of it, `scaling_<n>t[_mutex]_of_machine`.
+//! Each variant's row also
 //! gives `bytes_per_entry`: the heap bytes its tree took per cached name (the harness's
 //! counting allocator, across the build). udcache's include the inode behind each name —
 //! its attributes, its name list, a directory's children and listing state — and the inode
@@ -43,10 +46,10 @@ use std::hint::black_box;
 use udcache::{Config, Dcache, FileType, InodeSpec, ROOT_INO, Walk, epoch};
 
 use super::maps::{BASELINES, Baseline, Fields, on_threads, random_orders, with_more_threads};
-use crate::Options;
 use crate::alloc_count::settled_live_bytes;
 use crate::measure::interleaved;
 use crate::report::{Report, Row};
+use crate::{Options, machine};
 
 const DEPTH: usize = 6;
 const FANOUT: u64 = 6;
@@ -251,8 +254,10 @@ pub fn run(opts: &Options) -> Report {
             runs.push(Box::new(move || ns_per_component(t, paths, orders, threads)));
         }
     }
+    runs.extend(machine::calibrations(counts));
     let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
     let ns = interleaved(&mut refs, rounds);
+    let (ns, machine_rates) = ns.split_at(counts.len() * variants.len());
     // at[k][i]: variant i at counts[k] threads.
     let at: Vec<&[f64]> = ns.chunks(variants.len()).collect();
     let (one, two) = (at[0], at[1]);
@@ -297,7 +302,8 @@ pub fn run(opts: &Options) -> Report {
         counts,
         &across(4),
     );
-    report.summary(summary.with("paths", leaves).with("walks_per_thread", per_thread));
+    let summary = summary.with("paths", leaves).with("walks_per_thread", per_thread);
+    report.summary(machine::with_machine_scaling(summary, counts, machine_rates));
     report
 }
 

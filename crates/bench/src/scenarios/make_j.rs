@@ -22,12 +22,25 @@
 //! `scaling_2t_mutex` (the same for the mutex table), plus `compiles_per_s_<variant>_<n>t`,
 //! `ratio_vs_mutex_1t`/`_2t` (udcache's throughput over the mutex table's),
 //! `backend_lookups` (filesystem calls in udcache's last measurement, the one at the most
-//! threads: 1,020 if no negative was evicted) and `coalesced_misses` (misses in it that waited
-//! for another thread's call instead of calling, each a sleep and a wake); with
-//! `--max-threads`, also `compiles_per_s_<variant>_<n>t`, `scaling_<n>t` and
-//! `scaling_<n>t_mutex` for each count n above 2.
+//! threads: 1,020 if no negative was evicted), `coalesced_misses` (misses in it that waited
+//! for another thread's call instead of calling) and `coalesced_sleeps` (those of them that
+//! slept until the call ended, each a sleep and a wake: see `udcache::fetch`); with
+//! `--max-threads`, also `compiles_per_s_<variant>_<n>t`, `scaling_<n>t`,
+//! `scaling_<n>t_mutex` and `ratio_vs_mutex_<n>t` for each count n above 2. The machine's own
+//! scaling is measured in the same rounds (see [`crate::machine`]): `machine_scaling_<n>t`
+//! for every count, and each scaling field also as a share of it,
+//! `scaling_<n>t[_mutex]_of_machine`.
+//!
+//! Where udcache's threads spend a measurement, for each count n (the median over rounds; a
+//! share is of the threads' time, n × the wall time): `start_share_<n>t` (before a thread's
+//! first compile: spawning it), `first_compile_share_<n>t` (a thread's first compile beyond a
+//! steady one: the fresh cache's misses, and at n > 1 the wait for the other threads' calls
+//! of the same names), `tail_share_<n>t` (after a thread's last compile, until the last one
+//! ends), `coalesced_wait_share_<n>t` (waiting for another thread's call of a name, spinning
+//! or asleep: part of the first compile's) and `steady_compile_us_<n>t` (the median compile
+//! after the first: equal at 1 and n threads when the threads share no written line).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hash::RandomState;
 use std::sync::Mutex;
@@ -38,9 +51,9 @@ use udcache::{Config, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, Resolve
 
 use super::lookup::{Key, KeyView};
 use super::maps::{Fields, with_more_threads};
-use crate::Options;
-use crate::measure::interleaved;
+use crate::measure::{interleaved, median};
 use crate::report::{Report, Row};
+use crate::{Options, machine};
 
 pub(super) const INCLUDE_DIRS: u64 = 50;
 pub(super) const HEADERS: u64 = 20;
@@ -167,56 +180,126 @@ fn compile(table: &Table, files: &Files) {
     }
 }
 
+/// What udcache's cache counted in one measurement.
+#[derive(Clone, Copy, Default)]
+struct Calls {
+    backend_lookups: u64,
+    coalesced_misses: u64,
+    coalesced_sleeps: u64,
+}
+
+/// Where one measurement's thread time went (each thread's share of the wall time, summed
+/// over threads and divided by the thread count).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Phases {
+    /// Before a thread's first compile: spawning it.
+    start: f64,
+    /// A thread's first compile, beyond a steady compile: the misses of the fresh cache (at
+    /// more than one thread, each waits for the others' calls of the same names).
+    first_compile: f64,
+    /// After a thread's last compile, until the last thread's ended.
+    tail: f64,
+    /// Waiting for another thread's call of a name (udcache's coalesced misses).
+    coalesced_wait: f64,
+    /// The median of the compiles after each thread's first, in µs.
+    steady_compile_us: f64,
+}
+
+/// One thread's times in a measurement, in ns: its start and end after the measurement's
+/// start, and each of its compiles.
+type ThreadTimes = (u64, u64, Vec<u64>);
+
+impl Phases {
+    /// The phases of a measurement of `wall` ns, from each thread's times and the time all
+    /// threads waited for each other's calls.
+    fn of(wall: u64, threads: &[ThreadTimes], waited: u64) -> Self {
+        let steady = median(
+            threads.iter().flat_map(|(_, _, c)| c.iter().skip(1).map(|&t| t as f64)).collect(),
+        );
+        let share = |f: &dyn Fn(&ThreadTimes) -> f64| {
+            threads.iter().map(f).sum::<f64>() / (wall as f64 * threads.len() as f64)
+        };
+        Phases {
+            start: share(&|(start, _, _)| *start as f64),
+            first_compile: share(&|(_, _, c)| c.first().map_or(0.0, |&t| t as f64 - steady)),
+            tail: share(&|(_, end, _)| (wall - end) as f64),
+            coalesced_wait: waited as f64 / (wall as f64 * threads.len() as f64),
+            steady_compile_us: steady / 1e3,
+        }
+    }
+}
+
 /// Compiles per second for `COMPILES` compiles shared by `threads` threads, on a fresh table;
-/// also the filesystem calls udcache made and the misses it coalesced into them.
-fn make(variant: &str, files: &Files, threads: usize) -> (f64, (u64, u64)) {
+/// also the filesystem calls udcache made and the misses it coalesced into them, and where the
+/// threads' time went.
+fn make(variant: &str, files: &Files, threads: usize) -> (f64, Calls, Phases) {
     let table = Table::new(variant, files);
     let next = AtomicUsize::new(0);
     let start = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                // Relaxed: a work counter; each compile is independent.
-                while next.fetch_add(1, Ordering::Relaxed) < COMPILES {
-                    compile(&table, files);
-                }
-            });
-        }
+    let since = |t: Instant| (t - start).as_nanos() as u64;
+    let timed = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let begun = since(Instant::now());
+                    let mut compiles = Vec::with_capacity(COMPILES);
+                    // Relaxed: a work counter; each compile is independent.
+                    while next.fetch_add(1, Ordering::Relaxed) < COMPILES {
+                        let t = Instant::now();
+                        compile(&table, files);
+                        compiles.push(t.elapsed().as_nanos() as u64);
+                    }
+                    (begun, since(Instant::now()), compiles)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect::<Vec<_>>()
     });
-    let rate = COMPILES as f64 / start.elapsed().as_secs_f64();
-    let calls = match &table {
+    let wall = start.elapsed();
+    let rate = COMPILES as f64 / wall.as_secs_f64();
+    let (calls, waited) = match &table {
         Table::Udcache(c) => {
-            let stats = c.stats();
-            (stats.backend_lookups, stats.coalesced_misses)
+            let s = c.stats();
+            let calls = Calls {
+                backend_lookups: s.backend_lookups,
+                coalesced_misses: s.coalesced_misses,
+                coalesced_sleeps: s.coalesced_sleeps,
+            };
+            (calls, s.coalesced_wait_ns)
         }
-        Table::Mutex(_) => (0, 0),
+        Table::Mutex(_) => (Calls::default(), 0),
     };
-    (rate, calls)
+    (rate, calls, Phases::of(wall.as_nanos() as u64, &timed, waited))
 }
 
 /// Runs the scenario.
 pub fn run(opts: &Options) -> Report {
     let rounds = if opts.quick { 5 } else { 15 };
     let files = Files::new();
-    let backend_calls = Cell::new((0, 0));
+    let backend_calls = Cell::new(Calls::default());
     let counts = &opts.threads;
+    // udcache's phases in every round, per thread count.
+    let phases = RefCell::new(vec![Vec::new(); counts.len()]);
     let mut runs: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
     for variant in ["udcache", "mutex"] {
-        for &threads in counts {
-            let (files, calls) = (&files, &backend_calls);
+        for (k, &threads) in counts.iter().enumerate() {
+            let (files, calls, phases) = (&files, &backend_calls, &phases);
             runs.push(Box::new(move || {
-                let (rate, n) = make(variant, files, threads);
+                let (rate, n, p) = make(variant, files, threads);
                 if variant == "udcache" {
                     calls.set(n);
+                    phases.borrow_mut()[k].push(p);
                 }
                 rate
             }));
         }
     }
+    runs.extend(machine::calibrations(counts));
     let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
     let r = interleaved(&mut refs, rounds);
-    // Each variant's rates at counts[0], counts[1], ….
-    let (ud, mx) = r.split_at(counts.len());
+    // Each variant's rates at counts[0], counts[1], …, then the calibration's.
+    let (ud, rest) = r.split_at(counts.len());
+    let (mx, machine_rates) = rest.split_at(counts.len());
     let (ud1, ud2, mx1, mx2) = (ud[0], ud[1], mx[0], mx[1]);
     let rate = |figure, scaling_suffix| Fields { figure, scaling_suffix, time_per_op: false };
 
@@ -239,9 +322,41 @@ pub fn run(opts: &Options) -> Report {
         .with("compiles_per_s_udcache_2t", ud2)
         .with("compiles_per_s_mutex_1t", mx1)
         .with("compiles_per_s_mutex_2t", mx2)
-        .with("backend_lookups", backend_calls.get().0)
-        .with("coalesced_misses", backend_calls.get().1);
+        .with("backend_lookups", backend_calls.get().backend_lookups)
+        .with("coalesced_misses", backend_calls.get().coalesced_misses)
+        .with("coalesced_sleeps", backend_calls.get().coalesced_sleeps);
     let summary = with_more_threads(summary, rate("compiles_per_s_udcache", ""), counts, ud);
-    report.summary(with_more_threads(summary, rate("compiles_per_s_mutex", "_mutex"), counts, mx));
+    let mut summary =
+        with_more_threads(summary, rate("compiles_per_s_mutex", "_mutex"), counts, mx);
+    for ((&n, u), m) in counts.iter().zip(ud).zip(mx).skip(2) {
+        summary = summary.with(&format!("ratio_vs_mutex_{n}t"), u / m);
+    }
+    drop(runs);
+    for (&n, p) in counts.iter().zip(phases.into_inner()) {
+        let med = |f: fn(&Phases) -> f64| median(p.iter().map(f).collect());
+        summary = summary
+            .with(&format!("start_share_{n}t"), med(|p| p.start))
+            .with(&format!("first_compile_share_{n}t"), med(|p| p.first_compile))
+            .with(&format!("tail_share_{n}t"), med(|p| p.tail))
+            .with(&format!("coalesced_wait_share_{n}t"), med(|p| p.coalesced_wait))
+            .with(&format!("steady_compile_us_{n}t"), med(|p| p.steady_compile_us));
+    }
+    report.summary(machine::with_machine_scaling(summary, counts, machine_rates));
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_split_the_threads_time() {
+        // Wall 1000 ns, two threads: started at 100 and 0, ended at 900 and 1000; first
+        // compiles of 300 and 200 ns, the others 100.
+        let threads = [(100, 900, vec![300, 100, 100]), (0, 1000, vec![200, 100, 100, 100])];
+        let p = Phases::of(1000, &threads, 100);
+        assert_eq!(p.steady_compile_us, 0.1);
+        assert_eq!((p.start, p.first_compile, p.tail), (0.05, 0.15, 0.05));
+        assert_eq!(p.coalesced_wait, 0.05);
+    }
 }

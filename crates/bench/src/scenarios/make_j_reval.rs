@@ -42,6 +42,9 @@
 //!   alternating passes over a compile's walks (each ~0.5 ms), the fastest of each side (the
 //!   machines this runs on are shared; interference only adds time). Beside it the median of
 //!   the paired differences and each side's fastest and median ns per component.
+//! - `machine_scaling_2t`: the machine's own scaling, measured in the same rounds (see
+//!   [`crate::machine`]); `scaling_2t_of_machine` and `scaling_2t_forever_of_machine`: the two
+//!   scalings as shares of it.
 //! - Also compiles/s per variant, fallbacks by reason, revalidations and the filesystem's
 //!   calls (`rpc_*`) in the `reval` runs, and `ns_per_component_access` / `_no_access`.
 
@@ -57,10 +60,12 @@ use udcache::{
 };
 
 use super::make_j::{Files, HEADERS, INCLUDE_DIRS};
-use crate::Options;
 use crate::measure::{interleaved, median};
 use crate::report::{Report, Row};
+use crate::{Options, machine};
 
+/// The thread counts measured.
+const THREADS: [usize; 2] = [1, 2];
 /// Entry, negative and access timeout, and the filesystem's attribute cache lifetime.
 const TIMEOUT: Duration = Duration::from_secs(1);
 /// Simulated time one path lookup takes.
@@ -330,7 +335,7 @@ pub fn run(opts: &Options) -> Report {
     let rpcs = RefCell::new([0u64; 3]);
     let mut runs: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
     for variant in [Variant::Reval, Variant::Forever] {
-        for threads in [1, 2] {
+        for threads in THREADS {
             let (tallies, stats, rpcs) = (&tallies, &stats, &rpcs);
             runs.push(Box::new(move || {
                 let (rate, tally, setup) = make(variant, threads, compiles);
@@ -347,11 +352,13 @@ pub fn run(opts: &Options) -> Report {
             }));
         }
     }
+    runs.extend(machine::calibrations(&THREADS));
     let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
     let r = interleaved(&mut refs, rounds);
     drop(refs);
     drop(runs);
     let (rv1, rv2, fe1, fe2) = (r[0], r[1], r[2], r[3]);
+    let machine_rates = &r[4..];
     let (tallies, stats, rpcs) = (tallies.into_inner(), stats.into_inner(), rpcs.into_inner());
 
     // The access check's cost, on a warm cache with the clock stopped.
@@ -413,44 +420,40 @@ pub fn run(opts: &Options) -> Report {
         );
     }
     let total = |f: fn(&udcache::Stats) -> u64| stats.iter().map(|(_, s)| f(s)).sum::<u64>();
-    report.summary(
-        Row::new()
-            .with("lockless_share", share(all.fallbacks_outside, all.compiles, false))
-            .with("scaling_2t", rv2 / rv1)
-            .with("access_check_ns", with_min - without_min)
-            .with(
-                "lockless_share_all",
-                share(all.fallbacks_outside + all.fallbacks_inside, all.compiles, true),
-            )
-            .with(
-                "lockless_share_invalidated_dir",
-                1.0 - all.fallbacks_inside as f64 / (all.compiles * COMPONENTS_INSIDE) as f64,
-            )
-            .with("scaling_2t_forever", fe2 / fe1)
-            .with("ratio_reval_vs_forever_1t", rv1 / fe1)
-            .with("compiles_per_s_reval_1t", rv1)
-            .with("compiles_per_s_reval_2t", rv2)
-            .with("compiles_per_s_forever_1t", fe1)
-            .with("compiles_per_s_forever_2t", fe2)
-            .with("access_check_ns_median_of_pairs", access_check_median)
-            .with("ns_per_component_access_fastest", with_min)
-            .with("ns_per_component_no_access_fastest", without_min)
-            .with("ns_per_component_access", with)
-            .with("ns_per_component_no_access", without)
-            .with("fallback_expired", total(|s| s.fallback_expired))
-            .with("fallback_verifier", total(|s| s.fallback_verifier))
-            .with("fallback_access", total(|s| s.fallback_access))
-            .with("fallback_needs_block", total(|s| s.fallback_needs_block))
-            .with("revalidations", total(|s| s.revalidations))
-            .with("rpc_lookup", rpcs[0])
-            .with("rpc_getattr", rpcs[1])
-            .with("rpc_access", rpcs[2])
-            .with("compiles", all.compiles)
-            .with(
-                "simulated_s_per_run",
-                (LOOKUP_TIME * WALKS as u32 * compiles as u32).as_secs_f64(),
-            ),
-    );
+    let summary = Row::new()
+        .with("lockless_share", share(all.fallbacks_outside, all.compiles, false))
+        .with("scaling_2t", rv2 / rv1)
+        .with("access_check_ns", with_min - without_min)
+        .with(
+            "lockless_share_all",
+            share(all.fallbacks_outside + all.fallbacks_inside, all.compiles, true),
+        )
+        .with(
+            "lockless_share_invalidated_dir",
+            1.0 - all.fallbacks_inside as f64 / (all.compiles * COMPONENTS_INSIDE) as f64,
+        )
+        .with("scaling_2t_forever", fe2 / fe1)
+        .with("ratio_reval_vs_forever_1t", rv1 / fe1)
+        .with("compiles_per_s_reval_1t", rv1)
+        .with("compiles_per_s_reval_2t", rv2)
+        .with("compiles_per_s_forever_1t", fe1)
+        .with("compiles_per_s_forever_2t", fe2)
+        .with("access_check_ns_median_of_pairs", access_check_median)
+        .with("ns_per_component_access_fastest", with_min)
+        .with("ns_per_component_no_access_fastest", without_min)
+        .with("ns_per_component_access", with)
+        .with("ns_per_component_no_access", without)
+        .with("fallback_expired", total(|s| s.fallback_expired))
+        .with("fallback_verifier", total(|s| s.fallback_verifier))
+        .with("fallback_access", total(|s| s.fallback_access))
+        .with("fallback_needs_block", total(|s| s.fallback_needs_block))
+        .with("revalidations", total(|s| s.revalidations))
+        .with("rpc_lookup", rpcs[0])
+        .with("rpc_getattr", rpcs[1])
+        .with("rpc_access", rpcs[2])
+        .with("compiles", all.compiles)
+        .with("simulated_s_per_run", (LOOKUP_TIME * WALKS as u32 * compiles as u32).as_secs_f64());
+    report.summary(machine::with_machine_scaling(summary, &THREADS, machine_rates));
     report
 }
 

@@ -13,16 +13,18 @@
 //! Summary fields: `ratio_vs_papaya_1t`, `ratio_vs_papaya_2t` (NegHash lookups/s over papaya's: a
 //! throughput ratio, where `lookup`'s field of the same name is a time ratio),
 //! `scaling_2t` (NegHash 2-thread over 1-thread), plus `mops_<variant>_<threads>t`; with
-//! `--max-threads`, `mops_neghash_<n>t` and `scaling_<n>t` for each count n above 2.
+//! `--max-threads`, `mops_neghash_<n>t` and `scaling_<n>t` for each count n above 2; and the
+//! machine's own scaling, measured in the same rounds (see [`crate::machine`]):
+//! `machine_scaling_<n>t` for every count and `scaling_<n>t_of_machine`.
 
 use std::hint::black_box;
 
 use udcache_neghash::{Config, NegHash, epoch};
 
 use super::maps::{BASELINES, Baseline, Fields, on_threads, random_orders, with_more_threads};
-use crate::Options;
 use crate::measure::interleaved;
 use crate::report::{Report, Row};
+use crate::{Options, machine};
 
 type Key = (u64, Vec<u8>);
 
@@ -88,8 +90,10 @@ pub fn run(opts: &Options) -> Report {
             runs.push(Box::new(move || mops(m, keys, orders, threads)));
         }
     }
+    runs.extend(machine::calibrations(counts));
     let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
     let m = interleaved(&mut refs, rounds);
+    let (m, machine_rates) = m.split_at(counts.len() * variants.len());
     // at[k][i]: variant i at counts[k] threads.
     let at: Vec<&[f64]> = m.chunks(variants.len()).collect();
     let (one, two) = (at[0], at[1]);
@@ -111,6 +115,7 @@ pub fn run(opts: &Options) -> Report {
         summary =
             summary.with(&format!("mops_{v}_1t"), one[i]).with(&format!("mops_{v}_2t"), two[i]);
     }
-    report.summary(with_more_threads(summary, rate("mops_neghash"), counts, &across(0)));
+    let summary = with_more_threads(summary, rate("mops_neghash"), counts, &across(0));
+    report.summary(machine::with_machine_scaling(summary, counts, machine_rates));
     report
 }
