@@ -157,7 +157,7 @@ for _ in $(seq 100); do
 done
 grep -qs " $MNT fuse" /proc/mounts || fail "udcfs did not mount within 5 s"
 # The latest NFS RPC counts of udcfs (-o stats prints them after its statistics line).
-nfs_stats() { grep '^udcfs-nfs:' "$LOG" | tail -1; }
+nfs_stats() { { grep '^udcfs-nfs:' "$LOG" || true; } | tail -1; }
 say "mounted udcfs -o $OPTS"
 
 # The latest statistics line of udcfs (asks for one with SIGUSR1).
@@ -452,7 +452,8 @@ n=$(ls "$SRC/big" | grep -c '^stable_')
 [ "$n" = "$ENTRIES" ] || fail "listing: the backing directory has $n entries after the churn, not $ENTRIES"
 s=$(stats)
 nodes=$(field "$s" nodes) reaped=$(field "$s" reaped)
-[ "$ENTRIES" -le "$MAX_NODES" ] || [ "$reaped" -gt 0 ] ||
+# (Locally the files are made through udcfs, a node each; over NFS the other client made them.)
+[ "$BACKEND" = nfs ] || [ "$ENTRIES" -le "$MAX_NODES" ] || [ "$reaped" -gt 0 ] ||
 	fail "listing: $ENTRIES files made no node reaping (max_nodes=$MAX_NODES)"
 [ "$nodes" -le $((MAX_NODES + 1000)) ] || fail "listing: $nodes nodes live, over max_nodes=$MAX_NODES"
 rm -rf "$MNT/big"
