@@ -1445,7 +1445,7 @@ fn run(w: &mut World<'_>, op: &Op) {
             if r >= 0 {
                 assert!(r as usize <= n.min(c_int::MAX as usize), "shrink({n}) = {r}");
                 let after = w.stats(w.live).nr_dentry;
-                assert!(before - after >= r as u64, "shrink reported {r}, {before} -> {after}");
+                assert_eq!(before - after, r as u64, "shrink reported {r}, {before} -> {after}");
                 w.sentinel_touched |= r > 0;
             }
         }

@@ -1008,11 +1008,12 @@ impl Dcache {
     /// assert!(cache.children(ROOT_INO).unwrap().is_empty());
     /// ```
     pub fn shrink(&self, n: usize) -> usize {
-        let mut done = self.names.shrink_negative(n);
-        if done == n {
+        let negatives = self.names.shrink_negative(n);
+        let mut done = negatives.evicted;
+        if done == n || !negatives.exhausted {
             return done;
         }
-        for held in self.names.oldest_unused(n - done, false) {
+        for held in self.names.oldest_unused_positives(n - done) {
             let (parent, name) = (held.parent(), held.name());
             let names = self.lock_names((parent, name), None);
             let guard = epoch::pin();
