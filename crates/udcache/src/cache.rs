@@ -993,8 +993,10 @@ impl Dcache {
 
     /// Evicts up to `n` unused dentries, negatives first, least recently used first within
     /// each shard of the LRU (shards are visited in turn, so across the whole cache the order
-    /// is approximate), a referenced one getting a second chance; returns how many. The
-    /// memory-pressure hook.
+    /// is approximate), a referenced one getting a second chance; returns how many, exactly
+    /// (the negatives the run rule evicts because of the shrink's own changes included; see
+    /// [`NegHash::shrink`](udcache_neghash::NegHash::shrink)). Positives go only once the scan
+    /// found no unused negative left. The memory-pressure hook.
     /// A positive dentry evicted leaves its inode cached (until `forget`): the next lookup of
     /// the name misses and asks the filesystem again.
     ///
