@@ -811,7 +811,7 @@ impl<'t, V: Send + Sync + 'static> Held<'t, V> {
             return false;
         }
         trim::unhash(t, &mut lock, &self.entry, &guard);
-        trim::retrim(t, &mut lock, &guard);
+        trim::retrim(t, &mut lock, &guard, usize::MAX);
         true
     }
 }

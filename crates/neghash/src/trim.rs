@@ -63,12 +63,12 @@
 //!
 //! A shrink's count is exact and never exceeds what was asked. Its own changes can make rule 1
 //! evict: a spent chance can join the runs on either side of the entry into one longer than
-//! [`MAX_RUN`], and so can the eviction of an entry that separated two runs (a positive, or
-//! a negative still protected). Those evictions are the shrink's: before each change it
-//! counts what rule 1 would take after it ([`rule1_cost`]), makes the change only if the count
-//! still fits in what is left to evict, and counts them. A change that does not fit is not
-//! made: the entry goes back to the LRU's tail as it was (the entries rule 1 would have taken
-//! are settled negatives of the same shard, so the scan reaches them on its own).
+//! [`MAX_RUN`], and so can the eviction of an entry that separated two runs (a positive among
+//! negatives, where a polarity flip left it). Those evictions are the shrink's: before each
+//! change it counts what rule 1 would take after it (`rule1_cost`), makes the change only if
+//! the count still fits in what is left to evict, and counts them. A change that does not fit
+//! is not made: the entry goes back to the LRU's tail as it was (the entries rule 1 would have
+//! taken are settled negatives of the same shard, so the scan reaches them on its own).
 
 use crate::pooled::EntryRef;
 use std::sync::atomic::AtomicUsize;
@@ -144,12 +144,12 @@ pub(crate) fn run_rule<V: Send + Sync + 'static>(
             // The released entry may sit between two runs (one before it, this one after it):
             // its going joins them, so the chain is checked again as after any unhash.
             if evict(t, lock, released, C::EvictRule1, guard) {
-                trim_runs(t, lock, guard);
+                trim_runs(t, lock, guard, usize::MAX);
             }
             return;
         }
     }
-    trim_runs(t, lock, guard);
+    trim_runs(t, lock, guard, usize::MAX);
 }
 
 /// Evicts the fourth entry of every run of settled, unreferenced negatives in this chain.
@@ -158,14 +158,20 @@ pub(crate) fn run_rule<V: Send + Sync + 'static>(
 /// at every run, so the bound ("at most three in a row") also holds after rule 2 or `shrink`
 /// clear referenced bits elsewhere in the chain. On a chain where only releases clear bits the
 /// two are the same: only the released entry's run can have grown.
-/// Returns how many it evicted.
+///
+/// Evicts at most `limit` entries and returns how many. Only `shrink` passes a limit (what it
+/// has left to evict), after counting with [`rule1_cost`] under this same lock what the trim
+/// will take; more can be due only if an entry of the chain became settled in between, its
+/// last holder's count dropped to 0 without the lock ([`NegHash::release`] takes it after):
+/// that release trims the chain itself once it has the lock.
 fn trim_runs<V: Send + Sync + 'static>(
     t: &NegHash<V>,
     lock: &mut BucketLock<'_, V>,
     guard: &Guard,
+    limit: usize,
 ) -> usize {
     let mut evicted = 0;
-    loop {
+    while evicted < limit {
         let mut run = 0;
         let victim = t.chain(lock).iter(guard).find(|e| {
             run = if in_run(e) { run + 1 } else { 0 };
@@ -173,9 +179,10 @@ fn trim_runs<V: Send + Sync + 'static>(
         });
         match victim {
             Some(v) if evict(t, lock, v, C::EvictRule1, guard) => evicted += 1,
-            _ => return evicted,
+            _ => break,
         }
     }
+    evicted
 }
 
 /// Whether `e` counts in a run of rule 1: a settled negative without a second chance.
@@ -225,14 +232,15 @@ fn rule1_cost<V: Send + Sync + 'static>(
 }
 
 /// Re-applies rule 1 (if on) after an entry left the middle of a chain: the runs on either side
-/// of it are one run now. Called after every unhash that is not itself rule 1's. Returns how
-/// many it evicted.
+/// of it are one run now. Called after every unhash that is not itself rule 1's. Evicts at
+/// most `limit` (see `trim_runs`: `usize::MAX` but in `shrink`) and returns how many.
 pub(crate) fn retrim<V: Send + Sync + 'static>(
     t: &NegHash<V>,
     lock: &mut BucketLock<'_, V>,
     guard: &Guard,
+    limit: usize,
 ) -> usize {
-    if t.config().rule1() { trim_runs(t, lock, guard) } else { 0 }
+    if t.config().rule1() { trim_runs(t, lock, guard, limit) } else { 0 }
 }
 
 /// Rule 1 keeps at most this many settled, unreferenced negatives in a row.
@@ -285,7 +293,7 @@ pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
             return;
         }
         // The victim may have separated two runs, or spent chances made new ones.
-        retrim(t, lock, guard);
+        retrim(t, lock, guard, usize::MAX);
     }
 }
 
@@ -317,7 +325,7 @@ fn evict_from_lru<V: Send + Sync + 'static>(
         if 1 + rule1_cost(t, lock, e, Change::Evict, guard) > room {
             return None;
         }
-        Some(if evict(t, lock, e, why, guard) { 1 + retrim(t, lock, guard) } else { 0 })
+        Some(if evict(t, lock, e, why, guard) { 1 + retrim(t, lock, guard, room - 1) } else { 0 })
     })
 }
 
@@ -370,7 +378,7 @@ pub(crate) fn purge_negatives<V: Send + Sync + 'static>(
             }
         }
         if gone > before {
-            retrim(t, &mut lock, &guard);
+            retrim(t, &mut lock, &guard, usize::MAX);
         }
     }
     gone
@@ -425,7 +433,7 @@ fn scan_lru<V: Send + Sync + 'static>(
             }
             t.lru().add(&lock, &e, t.counters());
             if spend {
-                taken += retrim(t, &mut lock, &guard);
+                taken += retrim(t, &mut lock, &guard, n - taken);
             }
             continue;
         }

@@ -137,7 +137,7 @@ fn a_shrink_never_evicts_more_than_asked() {
     }
     drop(held);
     assert_eq!(chain(&t), [&b"a"[..], b"b", b"c", b"r", b"d", b"e", b"f"]);
-    assert_eq!(t.bucket_shape(0)[3].referenced, true, "`r` is protected");
+    assert!(t.bucket_shape(0)[3].referenced, "`r` is protected");
     t.verify().unwrap();
     assert_eq!(t.shrink(1), 1);
     assert_eq!(counts(&t), (6, 6), "one entry went");
