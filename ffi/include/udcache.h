@@ -72,6 +72,7 @@
  *                   timeout passed, or it is negative and its directory changed)
  *                   may_block = 0: udc_walk_as, inside its lockless walk
  *       access      udc_access; udc_walk_as with a credential (a search right not cached)
+ *       visit       udc_children (its argument, not a member of udc_ops)
  *     udc_lookup, udc_walk, udc_cached_access and the others never call a callback. Several
  *     callbacks may run at once on different threads (never two lookups or revalidations of
  *     the same name, or two readdirs of the same range: concurrent misses wait for the one
