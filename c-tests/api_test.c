@@ -81,6 +81,9 @@ static const bad_name *bad_names(size_t *n) {
         {"dotdot", "..", 2, -EINVAL},
         {"256 bytes", long_name, 256, -ENAMETOOLONG},
         {"huge len", long_name, (size_t)1 << 40, -ENAMETOOLONG},
+        /* A name's rule holds past PTRDIFF_MAX: too long a name, not a bad length. */
+        {"len over PTRDIFF_MAX", long_name, (size_t)PTRDIFF_MAX + 1, -ENAMETOOLONG},
+        {"len SIZE_MAX", long_name, SIZE_MAX, -ENAMETOOLONG},
     };
     *n = sizeof b / sizeof b[0];
     return b;
@@ -636,6 +639,13 @@ static void test_resolve(void) {
     fs.reply = INT_MIN;
     CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("e3"), &out), -EIO);
     CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("bad"), &out), -EIO);
+    /* -ENOTRECOVERABLE is the library's own (a panic: destroy the cache); from a callback it
+     * is a broken contract, so the caller can tell the two apart. A callback's -EIO is its
+     * own error, passed on as it is. */
+    fs.reply = -ENOTRECOVERABLE;
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("e4"), &out), -EIO);
+    fs.reply = -EIO;
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("e5"), &out), -EIO);
     CHECK(same(before, count_of(c)));
     CHECK_EQ(look(c, UDC_ROOT_INO, "e1", NULL), UDC_MISS);
     CHECK_EQ(look(c, UDC_ROOT_INO, "bad", NULL), UDC_MISS);
@@ -677,7 +687,8 @@ static void test_resolve(void) {
 typedef struct {
     int calls;
     int mode;          /* 0: normal; 1: forget udc_fill_done; 2: fail with -EACCES; 3: the
-                          directory is gone (-ESTALE) */
+                          directory is gone (-ESTALE); 4: fail with -ENOTRECOVERABLE */
+    size_t max_seen;   /* the max of the last call */
     int fill_checks;   /* refusals udc_fill_add/done gave as expected, inside the callback */
     int enospc;        /* udc_fill_add refused an entry past max */
 } dir_state;
@@ -687,10 +698,13 @@ typedef struct {
 static int fs_readdir(void *ctx, uint64_t dir, uint64_t cookie, size_t max, udc_fill *fill) {
     dir_state *st = ctx;
     st->calls++;
+    st->max_seen = max;
     if (dir != UDC_ROOT_INO)
         return -EIO;
     if (st->mode == 2)
         return -EACCES;
+    if (st->mode == 4)
+        return -ENOTRECOVERABLE;
     if (st->mode == 3)
         return -ESTALE;
     if (cookie > NDIR)
@@ -822,10 +836,12 @@ static void test_readdir(void) {
     CHECK_EQ(st.calls, 0);
     CHECK_EQ(udc_unlink(c, UDC_ROOT_INO, S("file")), 0);
 
-    /* A listing in batches of at most 3. */
+    /* A listing in batches of at most 3. The callback is asked for the cache's page size (4),
+     * whatever the reader asked for. */
     int seen[NDIR] = {0}, batches;
     CHECK_EQ(list(c, UDC_ROOT_INO, 0, 3, seen, &batches), 1);
     CHECK(batches >= 4);
+    CHECK_EQ(st.max_seen, 4);
     for (int k = 0; k < NDIR; k++)
         CHECK_EQ(seen[k], 1);
     CHECK(st.fill_checks > 0);
@@ -836,6 +852,9 @@ static void test_readdir(void) {
     CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 7, d, 16, &n), 1);
     CHECK_EQ(n, 3);
     CHECK_EQ(strcmp(d[0].name, "f7"), 0);
+    /* At the last cookie: the end, with nothing in it (RESULTS). */
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, NDIR, d, 16, &n), 1);
+    CHECK_EQ(n, 0);
     CHECK_EQ(st.calls, calls);
     udc_stats s = {.size = sizeof s};
     CHECK_EQ(udc_stats_get(c, &s), 0);
@@ -866,6 +885,7 @@ static void test_readdir(void) {
     for (int k = 0; k < NDIR; k++)
         CHECK_EQ(seen[k], 1);
     CHECK(st.calls > calls);
+    CHECK_EQ(st.max_seen, 4); /* read with max 16: still pages of 4 */
     CHECK_EQ(udc_dir_changed(c, UDC_ROOT_INO, 2), 0);
 
     /* Broken or failing callbacks. */
@@ -874,6 +894,8 @@ static void test_readdir(void) {
     CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 16, &n), -EIO);
     st.mode = 2;
     CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 16, &n), -EACCES);
+    st.mode = 4; /* the library's own errno, for a panic: from a callback, a broken contract */
+    CHECK_EQ(udc_readdir(c, UDC_ROOT_INO, 0, d, 16, &n), -EIO);
     /* -ESTALE from the start of the directory: the directory is gone, not a bad cookie (the
      * cache asks at cookie 0 itself); from a cookie the cache does not hold, a bad cookie. */
     st.mode = 3;
@@ -999,6 +1021,175 @@ static void test_invalidate_shrink_stats(void) {
     CHECK_EQ(memcmp(small, text, sizeof small - 1), 0);
     free(text);
     udc_cache_destroy(c);
+}
+
+/* ---- the RESULTS table of the header: every non-error result, in one place --------------------- */
+
+static int count_visit(void *ctx, const char *name, size_t len, const udc_entry *e) {
+    (void)name, (void)len, (void)e;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static void test_results_table(void) {
+    CHECK_EQ(UDC_MISS, 0);
+    CHECK_EQ(UDC_POSITIVE, 1);
+    CHECK_EQ(UDC_NEGATIVE, 2);
+    CHECK_EQ(UDC_WALK_MISS, 0);
+    CHECK_EQ(UDC_WALK_FOUND, 1);
+    CHECK_EQ(UDC_WALK_NEGATIVE, 2);
+    CHECK_EQ(UDC_WALK_SYMLINK, 3);
+    CHECK_EQ(UDC_WALK_NOTDIR, 4);
+    CHECK_EQ(UDC_WALK_DENIED, 5);
+    CHECK_EQ(UDC_ACCESS_ALLOWED, 1);
+    CHECK_EQ(UDC_ACCESS_DENIED, 2);
+
+    udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
+    udc_entry d = ent(2, UDC_TYPE_DIR, 0), f = ent(3, UDC_TYPE_REG, 0), out;
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d"), &d), 0); /* every other int function: 0 */
+    CHECK_EQ(udc_add(c, 2, S("f"), &f), 0);
+    CHECK_EQ(udc_add_negative(c, 2, S("n")), 0);
+    CHECK_EQ(udc_lookup(c, 2, S("f"), &out), UDC_POSITIVE);
+    CHECK_EQ(udc_lookup(c, 2, S("n"), &out), UDC_NEGATIVE);
+    CHECK_EQ(udc_lookup(c, 2, S("x"), &out), UDC_MISS);
+    CHECK_EQ(udc_peek(c, 2, S("x"), &out), UDC_MISS);
+    udc_walk_result w = {.size = sizeof w};
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("d/f"), &w), UDC_WALK_FOUND);
+    CHECK_EQ(w.kind, UDC_WALK_FOUND); /* the same kind, in out->kind too */
+    CHECK_EQ(udc_walk(c, UDC_ROOT_INO, S("d/x"), &w), UDC_WALK_MISS);
+    CHECK_EQ(w.kind, UDC_WALK_MISS);
+    int visited = 0;
+    CHECK_EQ(udc_children(c, 2, count_visit, &visited), 1);
+    CHECK_EQ(visited, 1);
+    CHECK(udc_stats_format(c, NULL, 0) > 0);
+    const udc_cred bob = {.size = sizeof bob, .uid = 1001, .gid = 1001};
+    CHECK_EQ(udc_access(c, 3, &bob, UDC_MAY_READ), 0); /* no callback: every right */
+    uint64_t stamp;
+    CHECK_EQ(udc_access_stamp(c, 3, &stamp), 0);
+    CHECK_EQ(udc_store_access(c, 3, &bob, UDC_MAY_READ, stamp), 1);
+    CHECK_EQ(udc_cached_access(c, 3, &bob, UDC_MAY_READ), UDC_ACCESS_ALLOWED);
+    CHECK_EQ(udc_cached_access(c, 3, &bob, UDC_MAY_WRITE), UDC_ACCESS_DENIED);
+    CHECK_EQ(udc_acl_changed(c, 3), 0);
+    CHECK_EQ(udc_cached_access(c, 3, &bob, UDC_MAY_READ), UDC_MISS);
+    CHECK_EQ(udc_store_access(c, 3, &bob, UDC_MAY_READ, stamp), 0); /* revoked since */
+    CHECK_EQ(udc_shrink(c, 1), 1);
+    udc_cache_destroy(c);
+}
+
+/* ---- shrink after a flood; negative admission ---------------------------------------------- */
+
+static udc_cache *cache_with_buckets(size_t buckets) {
+    udc_config cfg;
+    udc_config_init(&cfg);
+    cfg.expected_entries = 1024;
+    cfg.buckets = buckets;
+    udc_cache *c = NULL;
+    CHECK_EQ(udc_cache_new(&cfg, &c), 0);
+    return c;
+}
+
+static void add_negatives(udc_cache *c, uint64_t dir, const char *prefix, int n) {
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        int len = snprintf(name, sizeof name, "%s%d", prefix, i);
+        CHECK_EQ(udc_add_negative(c, dir, name, (size_t)len), 0);
+    }
+}
+
+/* Directory 2 with 20 files and `looked_up` negatives a lookup hit, directory 3 flooded with
+ * `flood` misses: udc_shrink of every negative evicts exactly the negatives, and says so
+ * (spending a looked-up negative's second chance lets the run rule evict around it: those
+ * evictions are the shrink's, counted, and no positive goes for them). */
+static void shrink_after_a_flood(size_t buckets, int looked_up, int flood) {
+    udc_cache *c = cache_with_buckets(buckets);
+    udc_entry d2 = ent(2, UDC_TYPE_DIR, 0), d3 = ent(3, UDC_TYPE_DIR, 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d2"), &d2), 0);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("d3"), &d3), 0);
+    for (int i = 0; i < 20; i++) {
+        char name[16];
+        int len = snprintf(name, sizeof name, "file%d", i);
+        udc_entry f = ent(10 + (uint64_t)i, UDC_TYPE_REG, 0);
+        CHECK_EQ(udc_add(c, 2, name, (size_t)len, &f), 0);
+    }
+    for (int i = 0; i < looked_up; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "miss%d", i);
+        CHECK_EQ(udc_add_negative(c, 2, name, strlen(name)), 0);
+        CHECK_EQ(look(c, 2, name, NULL), UDC_NEGATIVE);
+    }
+    add_negatives(c, 3, "flood", flood);
+    counts before = count_of(c);
+    CHECK(before.negatives > 0);
+    CHECK_EQ(udc_shrink(c, (size_t)before.negatives), (int)before.negatives);
+    counts after = count_of(c);
+    CHECK_EQ(after.dentries, before.dentries - before.negatives);
+    CHECK_EQ(after.negatives, 0);
+    for (int i = 0; i < 20; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "file%d", i);
+        CHECK_EQ(look(c, 2, name, NULL), UDC_POSITIVE);
+    }
+    udc_cache_destroy(c);
+}
+
+static int admit_lookup(void *ctx, uint64_t parent, const char *name, size_t len,
+                        udc_entry *out) {
+    (void)parent, (void)name, (void)len, (void)out;
+    (*(int *)ctx)++;
+    return 0; /* nothing exists */
+}
+
+/* The per-bucket numbers of NEGATIVE ENTRIES, in a cache of one bucket: a flood settles at 3;
+ * reused negatives are kept up to the cap of 6; after a flood a new negative, whether from
+ * udc_add_negative, udc_unlink or a udc_resolve miss, is dropped the first time it is filed
+ * (the call still succeeds) and kept the second. */
+static void test_negative_admission(void) {
+    udc_cache *c = cache_with_buckets(1);
+    add_negatives(c, UDC_ROOT_INO, "flood", 100);
+    CHECK_EQ(count_of(c).negatives, 3);
+
+    CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, S("new")), 0);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "new", NULL), UDC_MISS); /* dropped */
+    CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, S("new")), 0);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "new", NULL), UDC_NEGATIVE); /* kept */
+
+    udc_entry f = ent(5, UDC_TYPE_REG, 0);
+    add_negatives(c, UDC_ROOT_INO, "more", 100);
+    CHECK_EQ(udc_add(c, UDC_ROOT_INO, S("gone"), &f), 0);
+    CHECK_EQ(udc_unlink(c, UDC_ROOT_INO, S("gone")), 0);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "gone", NULL), UDC_MISS); /* dropped */
+    CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, S("gone")), 0);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "gone", NULL), UDC_NEGATIVE); /* kept */
+
+    int calls = 0;
+    udc_ops ops = {.size = sizeof ops, .lookup = admit_lookup, .ctx = &calls};
+    CHECK_EQ(udc_set_ops(c, &ops), 0);
+    udc_entry out;
+    add_negatives(c, UDC_ROOT_INO, "again", 100);
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("absent"), &out), UDC_NEGATIVE);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "absent", NULL), UDC_MISS); /* dropped */
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("absent"), &out), UDC_NEGATIVE);
+    CHECK_EQ(look(c, UDC_ROOT_INO, "absent", NULL), UDC_NEGATIVE); /* kept */
+    CHECK_EQ(udc_resolve(c, UDC_ROOT_INO, S("absent"), &out), UDC_NEGATIVE);
+    CHECK_EQ(calls, 2); /* the third answered from the cache */
+    udc_cache_destroy(c);
+
+    /* Negatives a lookup hits are kept up to the cap (6), not 3. */
+    c = cache_with_buckets(1);
+    for (int i = 0; i < 6; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "used%d", i);
+        CHECK_EQ(udc_add_negative(c, UDC_ROOT_INO, name, strlen(name)), 0);
+        CHECK_EQ(look(c, UDC_ROOT_INO, name, NULL), UDC_NEGATIVE);
+    }
+    CHECK_EQ(count_of(c).negatives, 6);
+    udc_cache_destroy(c);
+}
+
+static void test_shrink_after_a_flood(void) {
+    shrink_after_a_flood(16, 1, 1000);
+    shrink_after_a_flood(64, 5, 5000);
+    shrink_after_a_flood(16, 0, 1000);
 }
 
 /* ---- children ---------------------------------------------------------------------------- */
@@ -1402,6 +1593,8 @@ static void test_access(void) {
     CHECK_EQ(udc_access(c, 3, &alice, UDC_MAY_READ), -EPERM);
     fs.access_reply = 9;
     CHECK_EQ(udc_access(c, 3, &alice, UDC_MAY_READ), -EIO);
+    fs.access_reply = -ENOTRECOVERABLE; /* the library's own errno: a broken contract */
+    CHECK_EQ(udc_access(c, 3, &alice, UDC_MAY_READ), -EIO);
     CHECK_EQ(udc_cached_access(c, 3, &alice, UDC_MAY_READ), UDC_MISS);
     fs.access_reply = 0;
 
@@ -1500,6 +1693,36 @@ static int doom_readdir(void *ctx, uint64_t dir, uint64_t cookie, size_t max, ud
     return udc_fill_done(fill, 1, 1);
 }
 
+/* Destroys the cache it serves, then grants every right. */
+static int doom_access(void *ctx, uint64_t ino, const udc_cred *cred) {
+    (void)ino, (void)cred;
+    doom_state *st = ctx;
+    st->calls++;
+    udc_cache_destroy(st->cache);
+    return UDC_MAY_READ | UDC_MAY_WRITE | UDC_MAY_EXEC;
+}
+
+/* Destroys the cache it serves when it may block, then says the name still holds. */
+static int doom_revalidate(void *ctx, uint64_t parent, const char *name, size_t len,
+                           const udc_cached *cached, int may_block, uint64_t *ttl_ns) {
+    (void)parent, (void)name, (void)len, (void)cached, (void)ttl_ns;
+    doom_state *st = ctx;
+    if (!may_block)
+        return UDC_REVAL_NEEDS_BLOCK;
+    st->calls++;
+    udc_cache_destroy(st->cache);
+    return UDC_REVAL_VALID;
+}
+
+/* Destroys the cache at its first child, and goes on visiting the snapshot. */
+static int doom_visit(void *ctx, const char *name, size_t len, const udc_entry *e) {
+    (void)name, (void)len, (void)e;
+    doom_state *st = ctx;
+    if (st->calls++ == 0)
+        udc_cache_destroy(st->cache);
+    return 0;
+}
+
 /* A callback may destroy the cache whose call runs it: the handle is refused from then on,
  * and the call that ran the callback finishes on a cache freed only when it returns (ASan and
  * valgrind check that nothing is used after the free, and that nothing leaks). */
@@ -1524,6 +1747,47 @@ static void test_destroy_from_a_callback(void) {
     CHECK_EQ(udc_readdir(st.cache, UDC_ROOT_INO, 0, d, 4, &n), -EBADF);
     CHECK_EQ(st.calls, 2);
 
+    /* The access callback, from udc_access and from udc_walk_as. */
+    const udc_cred bob = {.size = sizeof bob, .uid = 1001, .gid = 1001};
+    ops = (udc_ops){.size = sizeof ops, .access = doom_access, .ctx = &st};
+    st.cache = new_cache(UDC_UNLINK_NEGATIVE);
+    CHECK_EQ(udc_set_ops(st.cache, &ops), 0);
+    CHECK_EQ(udc_access(st.cache, UDC_ROOT_INO, &bob, UDC_MAY_READ), 0);
+    CHECK_EQ(udc_access(st.cache, UDC_ROOT_INO, &bob, UDC_MAY_READ), -EBADF);
+    CHECK_EQ(st.calls, 3);
+    udc_entry sub = ent(2, UDC_TYPE_DIR, 0), f = ent(3, UDC_TYPE_REG, 0);
+    udc_walk_result w = {.size = sizeof w};
+    st.cache = new_cache(UDC_UNLINK_NEGATIVE);
+    CHECK_EQ(udc_set_ops(st.cache, &ops), 0);
+    CHECK_EQ(udc_add(st.cache, UDC_ROOT_INO, S("sub"), &sub), 0);
+    CHECK_EQ(udc_add(st.cache, 2, S("f"), &f), 0);
+    CHECK_EQ(udc_walk_as(st.cache, UDC_ROOT_INO, S("sub/f"), &bob, &w), UDC_WALK_FOUND);
+    CHECK_EQ(w.entry.ino, 3);
+    CHECK_EQ(udc_walk_as(st.cache, UDC_ROOT_INO, S("sub/f"), &bob, &w), -EBADF);
+    CHECK(st.calls >= 4); /* one call per directory searched; the first destroyed */
+    st.calls = 4;
+
+    /* The revalidate callback, from udc_resolve (a name whose timeout passed). */
+    udc_config cfg;
+    udc_config_init(&cfg);
+    cfg.entry_timeout_ns = 0;
+    ops = (udc_ops){.size = sizeof ops, .revalidate = doom_revalidate, .ctx = &st};
+    CHECK_EQ(udc_cache_new(&cfg, &st.cache), 0);
+    CHECK_EQ(udc_set_ops(st.cache, &ops), 0);
+    CHECK_EQ(udc_add(st.cache, UDC_ROOT_INO, S("f"), &f), 0);
+    CHECK_EQ(udc_resolve(st.cache, UDC_ROOT_INO, S("f"), &out), UDC_POSITIVE);
+    CHECK_EQ(out.ino, 3);
+    CHECK_EQ(st.calls, 5);
+
+    /* udc_children's visitor: the snapshot is visited to its end. */
+    st.cache = new_cache(UDC_UNLINK_NEGATIVE);
+    CHECK_EQ(udc_add(st.cache, UDC_ROOT_INO, S("sub"), &sub), 0);
+    CHECK_EQ(udc_add(st.cache, UDC_ROOT_INO, S("f"), &f), 0);
+    st.calls = 0;
+    CHECK_EQ(udc_children(st.cache, UDC_ROOT_INO, doom_visit, &st), 2);
+    CHECK_EQ(st.calls, 2);
+    CHECK_EQ(udc_children(st.cache, UDC_ROOT_INO, doom_visit, &st), -EBADF);
+
     /* Outside any callback, destroy frees at once, as before. */
     udc_cache *c = new_cache(UDC_UNLINK_NEGATIVE);
     udc_cache_destroy(c);
@@ -1546,5 +1810,8 @@ int main(void) {
     test_revalidate();
     test_access();
     test_destroy_from_a_callback();
+    test_shrink_after_a_flood();
+    test_negative_admission();
+    test_results_table();
     return check_summary("api");
 }

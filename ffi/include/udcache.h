@@ -5,28 +5,56 @@
  *
  * CONVENTIONS
  *   - Errors are negative errno values (-EINVAL, -ENOENT, -EEXIST, -ENOTDIR, -ENAMETOOLONG,
- *     -ESTALE, -EBADF, -ENODATA, -ENOSYS, -EIO, ...). A refused call changes nothing.
+ *     -ESTALE, -EBADF, -ENODATA, -ENOSYS, -EIO, -ENOTRECOVERABLE, ...). A refused call changes
+ *     nothing. What each function returns that is not an error is in RESULTS below.
  *   - Names are (const char *name, size_t len) pairs, not NUL-terminated. len 0, a NULL name,
- *     a '/' or NUL inside, "." and "..": -EINVAL. len > 255: -ENAMETOOLONG.
+ *     a '/' or NUL inside, "." and "..": -EINVAL. len > 255: -ENAMETOOLONG, however large
+ *     (over PTRDIFF_MAX too: a name's length is checked before anything else).
+ *   - Every other length (a path, a buffer, an array of structs) whose bytes would span more
+ *     than PTRDIFF_MAX is -EINVAL (a path's components over 255 bytes are -ENAMETOOLONG).
  *   - An inode number that is not cached is -ESTALE everywhere (FUSE servers map it to ESTALE
  *     or ENOENT themselves); a parent that is not a directory is -ENOTDIR.
- *   - A udc_cache * is an opaque handle, not an address (never dereference it), and never
- *     reused: a NULL handle is -EINVAL; anything else that is not a live handle (garbage, or a
- *     destroyed one, even after later caches were made) is -EBADF and changes nothing, and
- *     udc_cache_destroy ignores it. At most 1024 caches are live at once (then -EMFILE).
- *   - A length whose buffer or path would span more than PTRDIFF_MAX bytes is -EINVAL.
+ *   - A udc_cache * is a handle, not an address: the library never dereferences it, so any
+ *     value may be passed where one is expected. NULL is -EINVAL; anything else that is not a
+ *     live handle (garbage, or a destroyed one, even after later caches were made) is -EBADF
+ *     and changes nothing, and udc_cache_destroy ignores it. Handles are never reused. The one
+ *     rule the library cannot check is THREADS': no other thread may destroy a handle while a
+ *     call uses it. That is all the `# Safety` sections below ask of `cache`. At most 1024
+ *     caches are live at once (then -EMFILE).
  *   - Structs that may grow in later versions start with a `size` field: set it to
  *     sizeof(the struct) before passing it (udc_config_init does it for udc_config).
- *   - No Rust panic unwinds into C: a panic (a bug in the library) returns -EIO, and later
- *     calls neither deadlock nor crash, but the cache's contents may then be inconsistent:
- *     after an -EIO that no callback returned, destroy the cache and make a new one. Running
- *     out of memory aborts the process.
+ *   - -EIO: a callback broke its contract (see CALLBACKS); nothing was filed, the cache is
+ *     intact. -ENOTRECOVERABLE: a bug in the library (a Rust panic, caught: none unwinds into
+ *     C); later calls neither deadlock nor crash, but the cache's contents may be
+ *     inconsistent: destroy the cache and make a new one. Nothing else returns
+ *     -ENOTRECOVERABLE. Running out of memory aborts the process.
+ *
+ * RESULTS (what each function returns that is not an error; errors are < 0)
+ *   udc_lookup, udc_peek   UDC_MISS (0), UDC_POSITIVE (1: *out filled), UDC_NEGATIVE (2)
+ *   udc_resolve            UDC_POSITIVE (1: *out filled, one lookup counted), UDC_NEGATIVE (2);
+ *                          never UDC_MISS
+ *   udc_walk, udc_walk_as  the walk's end, also in out->kind: UDC_WALK_MISS (0), _FOUND (1),
+ *                          _NEGATIVE (2), _SYMLINK (3), _NOTDIR (4), _DENIED (5, udc_walk_as)
+ *   udc_readdir            0: more may follow; 1: the end of the directory (*count set both
+ *                          times, and may be 0 at the end)
+ *   udc_children           how many children were visited
+ *   udc_shrink             how many entries were evicted, at most n
+ *   udc_stats_format       the length of the whole text, as snprintf
+ *   udc_access             0: allowed (refused is the error -EACCES)
+ *   udc_cached_access      UDC_MISS (0), UDC_ACCESS_ALLOWED (1), UDC_ACCESS_DENIED (2)
+ *   udc_store_access       1: filed; 0: not filed (a revocation or another file came after
+ *                          the stamp)
+ *   every other int one    0
+ *   udc_version returns a static string; udc_config_init and udc_cache_destroy return nothing.
+ *   The callbacks answer: lookup 1 (exists) or 0 (does not); readdir 0; revalidate a
+ *   UDC_REVAL_*; access a mask of UDC_MAY_* bits (0 to 7); each may return -errno instead.
  *
  * THREADS
  *   - Every function is thread-safe on one cache handle, from any number of threads at once,
- *     except udc_cache_destroy, which must be the last call on a handle (no other thread may be
- *     inside a udc_ function on it, and no callback may call it). udc_set_ops is meant to be
- *     called once, before the handle is shared.
+ *     except udc_cache_destroy, which must be the last call on a handle: no other thread may
+ *     be inside a udc_ function on it. On the calling thread itself it may run inside a
+ *     callback (see CALLBACKS). udc_set_ops is meant to be called once, before the handle is
+ *     shared.
  *   - udc_lookup, udc_walk and udc_getattr take no lock. Most writers (udc_add,
  *     udc_add_negative, udc_setattr, udc_unlink and udc_invalidate of a non-directory, a
  *     udc_forget that leaves a lookup count above 0) lock only the names and inodes they change.
@@ -36,7 +64,7 @@
  *     any udc_walk or udc_walk_as that overlaps a section walks again holding the rename lock
  *     (the locked fallback, udc_stats.walk_fallbacks), so it waits for those writers.
  *
- * CALLBACKS (struct udc_ops)
+ * CALLBACKS (struct udc_ops, and udc_children's visitor)
  *   - Each runs on the thread that called the udc_ function that needed it:
  *       lookup      udc_resolve (a miss, or a name the revalidate callback found invalid)
  *       readdir     udc_readdir
@@ -44,21 +72,45 @@
  *                   timeout passed, or it is negative and its directory changed)
  *                   may_block = 0: udc_walk_as, inside its lockless walk
  *       access      udc_access; udc_walk_as with a credential (a search right not cached)
+ *       visit       udc_children (its argument, not a member of udc_ops)
  *     udc_lookup, udc_walk, udc_cached_access and the others never call a callback. Several
  *     callbacks may run at once on different threads (never two lookups or revalidations of
  *     the same name, or two readdirs of the same range: concurrent misses wait for the one
  *     call).
  *   - A callback runs with no cache lock held, so it may block, and it may call any udc_
- *     function on the same cache except udc_cache_destroy and except the call that is waiting
- *     for it (udc_resolve or udc_walk_as of the same parent and name; udc_readdir of the same
- *     directory), which would wait for itself. The udc_fill a readdir callback receives is
+ *     function on the same cache except the call that is waiting for it (udc_resolve or
+ *     udc_walk_as of the same parent and name; udc_readdir of the same directory), which would
+ *     wait for itself. That includes udc_cache_destroy, of its own cache or another: the
+ *     handle is refused with -EBADF from that moment, and the cache is freed when the
+ *     outermost udc_ call of the thread returns (the call that ran the callback finishes
+ *     first, with what the callback answered). The udc_fill a readdir callback receives is
  *     valid only until it returns.
  *   - Except revalidate with may_block = 0: it runs inside a lockless walk (no lock held, but
  *     the cache cannot free memory while it runs). It must answer from what it has at hand,
  *     without blocking or I/O, return UDC_REVAL_NEEDS_BLOCK if it cannot tell (it is then asked
  *     again with may_block = 1), and call no udc_ function but udc_lookup, udc_walk and
  *     udc_getattr.
+ *   - A callback's -errno is passed on by the call that ran it as it is (and not cached),
+ *     with two exceptions: the readdir callback's -EINVAL or -ESTALE at a cookie other than 0
+ *     is udc_readdir's -EINVAL (a cookie it cannot resume at), and -ENOTRECOVERABLE, which
+ *     the library keeps for its own bugs, is taken as a broken contract. A broken contract is
+ *     reported as -EIO: an answer out of range (see RESULTS), a lookup entry with inode 0 or
+ *     an unknown type, or a type other than the cached inode's, a readdir that returns 0
+ *     without udc_fill_done.
  *   - ctx and the callbacks must therefore be safe to use from several threads at once.
+ *
+ * NEGATIVE ENTRIES
+ *   A negative entry ("this name does not exist": udc_add_negative, udc_unlink, a lookup
+ *   callback's 0 in udc_resolve) is kept within bounds per hash bucket, so a flood of misses
+ *   cannot fill memory: at most 3 unused negatives in a row that no lookup has hit since they
+ *   were filed (the run rule), and at most udc_config.negative_cap unused negatives in all
+ *   (default 6: those a lookup hit are passed over by the run rule once, so a bucket of
+ *   reused names holds up to 6; a flood of names used once settles at 3). Admission: a new
+ *   negative that would make a bucket's run of such negatives longer than 3 is dropped at
+ *   once rather than pushing an older one out (which a workload may reuse); filed again
+ *   before the bucket drops another negative, it is kept and counts as reused. So after a
+ *   flood, a name filed negative once may be missed at the next lookup (UDC_MISS): the call
+ *   still returns 0, and the second filing sticks.
  */
 
 #ifndef UDCACHE_H
@@ -225,7 +277,8 @@ typedef enum udc_type {
 typedef enum udc_unlink_policy {
     /**
      * The name becomes a negative entry: the next lookup is answered "does not exist"
-     * without asking the filesystem (Linux's default, `fs.dentry-negative = 0`).
+     * without asking the filesystem (Linux's default, `fs.dentry-negative = 0`), as long as
+     * the bounds of negative entries keep it (see NEGATIVE ENTRIES and `udc_unlink`).
      */
     UDC_UNLINK_NEGATIVE = 0,
     /**
@@ -236,7 +289,8 @@ typedef enum udc_unlink_policy {
 
 /**
  * A directory-entry cache (opaque). Made by `udc_cache_new`, freed by `udc_cache_destroy`.
- * A `udc_cache *` is a handle, not an address: never dereference it.
+ * A `udc_cache *` is a handle, not an address: never dereference it. Any value may be passed
+ * where one is expected; anything but a live handle is refused (see CONVENTIONS).
  */
 typedef struct udc_cache udc_cache;
 
@@ -333,9 +387,10 @@ typedef struct udc_entry {
 
 /**
  * The filesystem's lookup, called by `udc_resolve` on a miss: return 1 and fill `*out` if
- * `name` exists in directory `parent`, 0 if it does not (remembered as a negative entry), or
- * `-errno` (returned by `udc_resolve`, not cached). `name` is not NUL-terminated. A return
- * above 1, or an `*out` with inode 0 or an unknown type, is reported as `-EIO`.
+ * `name` exists in directory `parent`, 0 if it does not (filed as a negative entry, under
+ * the admission rule of NEGATIVE ENTRIES), or `-errno` (returned by `udc_resolve` as it is,
+ * not cached; see CALLBACKS). `name` is not NUL-terminated. A return above 1, or an `*out`
+ * with inode 0 or an unknown type, is a broken contract: `-EIO`.
  */
 typedef int (*udc_lookup_fn)(void *ctx,
                              uint64_t parent,
@@ -346,10 +401,15 @@ typedef int (*udc_lookup_fn)(void *ctx,
 /**
  * The filesystem's directory listing, called by `udc_readdir` for ranges the cache lacks:
  * append up to `max` entries that follow `cookie` (0 = the start) with `udc_fill_add`, then
- * call `udc_fill_done`; return 0 or `-errno`. Return `-EINVAL` or `-ESTALE` for a cookie it
- * cannot resume at (reported by `udc_readdir` as a bad cookie, `-EINVAL`); at cookie 0 they
- * are returned as they are (`-ESTALE`: the directory is gone). The cookies it issues must
- * be non-zero.
+ * call `udc_fill_done`; return 0 or `-errno`. `max` is the cache's page size
+ * (`udc_config.readdir_page_entries`), not the `max` of the `udc_readdir` call that needed
+ * the page: the cache fills whole pages and answers its callers from them. Fewer entries are
+ * fine (at least one, unless the directory ends there); `udc_fill_add` refuses more with
+ * `-ENOSPC`. Return `-EINVAL` or
+ * `-ESTALE` for a cookie it cannot resume at (reported by `udc_readdir` as a bad cookie,
+ * `-EINVAL`); at cookie 0 they are returned as they are (`-ESTALE`: the directory is gone).
+ * Returning 0 without `udc_fill_done` is a broken contract (`-EIO`). The cookies it issues
+ * must be non-zero.
  */
 typedef int (*udc_readdir_fn)(void *ctx,
                               uint64_t dir,
@@ -432,7 +492,7 @@ typedef struct udc_cred {
  * The filesystem's permission check: the rights `*cred` has on inode `ino`, all three asked
  * at once, as a mask of `UDC_MAY_*` bits (0 to 7), or `-errno` (returned to the caller, not
  * cached). The cache keeps the answer for `udc_config.access_timeout_ns`. A return above 7 is
- * reported as `-EIO`.
+ * a broken contract: `-EIO`.
  */
 typedef int (*udc_access_fn)(void *ctx, uint64_t ino, const struct udc_cred *cred);
 
@@ -710,7 +770,8 @@ const char *udc_version(void);
  *
  * # Safety
  *
- * `cache` must be a live handle; `out` must be NULL or point to a writable `udc_attr`.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `out`
+ * must be NULL or point to a writable `udc_attr`.
  */
 int udc_getattr(struct udc_cache *cache, uint64_t ino, struct udc_attr *out);
 
@@ -724,7 +785,8 @@ int udc_getattr(struct udc_cache *cache, uint64_t ino, struct udc_attr *out);
  *
  * # Safety
  *
- * `cache` must be a live handle; `attr` must be NULL or point to a `udc_attr`.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `attr`
+ * must be NULL or point to a `udc_attr`.
  */
 int udc_setattr(struct udc_cache *cache,
                 uint64_t ino,
@@ -740,8 +802,9 @@ int udc_setattr(struct udc_cache *cache,
  *
  * # Safety
  *
- * `cache` must be a live handle; `ops` NULL or a `udc_ops`. The callbacks must follow the
- * threading rules above for as long as the cache lives.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `ops`
+ * NULL or a `udc_ops`. The callbacks must follow the threading rules above for as long as the
+ * cache lives.
  */
 int udc_set_ops(struct udc_cache *cache, const struct udc_ops *ops);
 
@@ -782,13 +845,14 @@ int udc_cache_new(const struct udc_config *cfg, struct udc_cache **out);
  * Frees a cache and everything in it. NULL is ignored, and so is anything that is not a live
  * handle (destroyed already, or garbage): a second destroy of a handle frees nothing, even
  * after another cache was made. No other thread may be inside a `udc_` call on the handle
- * during this call. A callback may call it (for any handle): the handle is refused from then
- * on, and the cache is freed when the call that ran the callback returns. After it, every use
- * of the handle is refused with `-EBADF`.
+ * during this call. A callback may call it, for its own cache or another (see CALLBACKS): the
+ * handle is refused from then on, and the cache is freed when the thread's outermost `udc_`
+ * call (the one that ran the callback) returns. After it, every use of the handle is refused
+ * with `-EBADF`.
  *
  * # Safety
  *
- * `cache` must be NULL or a handle that no other thread uses during the call.
+ * `cache` may be any value that no other thread uses during the call (see CONVENTIONS).
  */
 void udc_cache_destroy(struct udc_cache *cache);
 
@@ -802,8 +866,8 @@ void udc_cache_destroy(struct udc_cache *cache);
  *
  * # Safety
  *
- * `cache` must be a live handle; `name` must point to `len` readable bytes; `out` must be NULL
- * or point to a writable `udc_entry`.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+ * must point to `len` readable bytes; `out` must be NULL or point to a writable `udc_entry`.
  */
 int udc_lookup(struct udc_cache *cache,
                uint64_t parent,
@@ -829,7 +893,10 @@ int udc_peek(struct udc_cache *cache,
 
 /**
  * The FUSE lookup: the cached answer, else the lookup callback's (filed in the cache, a
- * negative answer as a negative entry). A cached name no longer trusted (its timeout passed,
+ * negative answer as a negative entry, bounded and admitted as `udc_add_negative`'s: after a
+ * flood of negatives in its bucket, a name's first negative answer is dropped at once, so
+ * the callback is asked again at its next miss, and its second is kept; see NEGATIVE
+ * ENTRIES). A cached name no longer trusted (its timeout passed,
  * or it is negative and its directory changed) is first revalidated (the revalidate callback,
  * `may_block` 1). Concurrent misses of one name make one callback call.
  * Every `UDC_POSITIVE` counts one lookup of `out->ino` (balance it with `udc_forget`). A miss
@@ -880,8 +947,9 @@ int udc_resolve(struct udc_cache *cache,
  *
  * # Safety
  *
- * `cache` must be a live handle; `path` must point to `len` readable bytes; `out` must be NULL
- * or point to a writable `udc_walk_result` whose `size` is set.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `path`
+ * must point to `len` readable bytes; `out` must be NULL or point to a writable `udc_walk_result`
+ * whose `size` is set.
  */
 int udc_walk(struct udc_cache *cache,
              uint64_t root,
@@ -893,14 +961,17 @@ int udc_walk(struct udc_cache *cache,
  * Visits the cached positive children of directory `dir`: a snapshot taken first, in no
  * particular order, costing O(positive children) however many negative entries the
  * directory has. `visit` runs on the calling thread with no cache lock held and may call any
- * `udc_` function except `udc_cache_destroy`; it may be NULL, to count the children.
+ * `udc_` function, `udc_cache_destroy` included, as a callback may (see CALLBACKS: a
+ * destroyed cache is freed when this call returns, and the snapshot is visited to its end
+ * or until `visit` stops it); it may be NULL, to count the children.
  *
  * Returns the number of children visited (the one whose visit returned non-zero included),
  * or `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-EINVAL`, `-EBADF`.
  *
  * # Safety
  *
- * `cache` must be a live handle; `visit` must be NULL or a function of the documented type.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS);
+ * `visit` must be NULL or a function of the documented type.
  */
 int udc_children(struct udc_cache *cache, uint64_t dir, udc_child_fn visit, void *ctx);
 
@@ -917,8 +988,8 @@ int udc_children(struct udc_cache *cache, uint64_t dir, udc_child_fn visit, void
  *
  * # Safety
  *
- * `cache` must be a live handle; `name` must point to `len` readable bytes; `e` must be NULL
- * or point to a `udc_entry`.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+ * must point to `len` readable bytes; `e` must be NULL or point to a `udc_entry`.
  */
 int udc_add(struct udc_cache *cache,
             uint64_t parent,
@@ -927,21 +998,28 @@ int udc_add(struct udc_cache *cache,
             const struct udc_entry *e);
 
 /**
- * Remembers that `name` does not exist in directory `parent` (a negative entry). Negative
- * entries are bounded per hash bucket, so this one may be evicted at any time.
+ * Files `name` in directory `parent` as a negative entry ("does not exist"), under the
+ * bounds and the admission rule of NEGATIVE ENTRIES: negatives are bounded per hash bucket
+ * (a flood of names used once settles at 3 per bucket, names a lookup reuses at up to
+ * `udc_config.negative_cap`, default 6), so this one may be evicted at any time; and after
+ * a flood, a name filed for the first time is dropped at once, the second filing kept. So a
+ * `udc_lookup` right after this call may answer `UDC_MISS`.
  *
- * Returns 0 (also if it was remembered already), or `-EINVAL`, `-ENAMETOOLONG`, `-ESTALE`,
- * `-ENOTDIR`, `-EEXIST` (the name is positive), `-EBADF`.
+ * Returns 0 (also if it was remembered already, or dropped by the admission rule), or `-EINVAL`,
+ * `-ENAMETOOLONG`, `-ESTALE`, `-ENOTDIR`, `-EEXIST` (the name is positive), `-EBADF`.
  *
  * # Safety
  *
- * `cache` must be a live handle; `name` must point to `len` readable bytes.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+ * must point to `len` readable bytes.
  */
 int udc_add_negative(struct udc_cache *cache, uint64_t parent, const char *name, size_t len);
 
 /**
  * Removes the name `name` from directory `parent` (unlink, rmdir): the entry turns negative
- * or is dropped, as `udc_config.unlink_policy` says. The inode stays cached until
+ * or is dropped, as `udc_config.unlink_policy` says. A negative it turns into is bounded and
+ * admitted as `udc_add_negative`'s (NEGATIVE ENTRIES: after a flood of negatives in its
+ * bucket it is dropped at once, and the next lookup misses). The inode stays cached until
  * `udc_forget` takes its lookup count to 0.
  *
  * Returns 0, or `-EINVAL`, `-ENAMETOOLONG`, `-ESTALE`, `-ENOTDIR`, `-ENOENT` (no positive
@@ -951,7 +1029,8 @@ int udc_add_negative(struct udc_cache *cache, uint64_t parent, const char *name,
  *
  * # Safety
  *
- * `cache` must be a live handle; `name` must point to `len` readable bytes.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+ * must point to `len` readable bytes.
  */
 int udc_unlink(struct udc_cache *cache, uint64_t parent, const char *name, size_t len);
 
@@ -969,8 +1048,8 @@ int udc_unlink(struct udc_cache *cache, uint64_t parent, const char *name, size_
  *
  * # Safety
  *
- * `cache` must be a live handle; `oldname` and `newname` must point to `oldlen` and `newlen`
- * readable bytes.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS);
+ * `oldname` and `newname` must point to `oldlen` and `newlen` readable bytes.
  */
 int udc_rename(struct udc_cache *cache,
                uint64_t oldparent,
@@ -990,7 +1069,7 @@ int udc_rename(struct udc_cache *cache,
  *
  * # Safety
  *
- * `cache` must be a live handle.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS).
  */
 int udc_forget(struct udc_cache *cache, uint64_t ino, uint64_t nlookup);
 
@@ -1002,7 +1081,7 @@ int udc_forget(struct udc_cache *cache, uint64_t ino, uint64_t nlookup);
  *
  * # Safety
  *
- * `cache` must be a live handle.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS).
  */
 int udc_count_lookup(struct udc_cache *cache, uint64_t ino);
 
@@ -1020,20 +1099,25 @@ int udc_count_lookup(struct udc_cache *cache, uint64_t ino);
  *
  * # Safety
  *
- * `cache` must be a live handle; `name` must point to `len` readable bytes.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+ * must point to `len` readable bytes.
  */
 int udc_invalidate(struct udc_cache *cache, uint64_t parent, const char *name, size_t len);
 
 /**
- * Evicts up to `n` unused entries, negatives first, then the least recently used positive
- * ones (least recently used within each shard of the LRU, which are visited in turn; their
- * inodes stay cached until `udc_forget`). `n` above `INT_MAX` is taken as `INT_MAX`.
+ * Evicts up to `n` unused entries: negatives first (a negative a lookup hit gets a second
+ * chance instead, once), then, only once no unused negative is left, the least recently
+ * used positive ones (least recently used within each shard of the LRU, which are visited
+ * in turn; their inodes stay cached until `udc_forget`). Negatives the bounding rules evict
+ * because of the shrink's own changes (a second chance spent joins two runs of negatives)
+ * count as evicted by it. `n` above `INT_MAX` is taken as `INT_MAX`. A shrink whose scan
+ * meets mostly looked-up negatives may evict fewer than `n` while some remain: call again.
  *
- * Returns how many entries were evicted (>= 0), or `-EINVAL`, `-EBADF`.
+ * Returns how many entries were evicted, exactly, at most `n` (>= 0), or `-EINVAL`, `-EBADF`.
  *
  * # Safety
  *
- * `cache` must be a live handle.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS).
  */
 int udc_shrink(struct udc_cache *cache, size_t n);
 
@@ -1056,8 +1140,9 @@ int udc_shrink(struct udc_cache *cache, size_t n);
  *
  * # Safety
  *
- * `cache` must be a live handle; `buf` must point to `max` writable `udc_dirent`s; `count`
- * must be NULL or point to a writable `size_t`.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `buf`
+ * must point to `max` writable `udc_dirent`s; `count` must be NULL or point to a writable
+ * `size_t`.
  */
 int udc_readdir(struct udc_cache *cache,
                 uint64_t dir,
@@ -1079,7 +1164,7 @@ int udc_readdir(struct udc_cache *cache,
  *
  * # Safety
  *
- * `cache` must be a live handle.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS).
  */
 int udc_dir_changed(struct udc_cache *cache, uint64_t dir, uint64_t verifier);
 
@@ -1134,7 +1219,8 @@ int udc_fill_done(struct udc_fill *fill, int eof, uint64_t verifier);
  *
  * # Safety
  *
- * `cache` must be a live handle; `name` must point to `len` readable bytes.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+ * must point to `len` readable bytes.
  */
 int udc_set_entry_timeout(struct udc_cache *cache,
                           uint64_t parent,
@@ -1186,7 +1272,8 @@ int udc_walk_as(struct udc_cache *cache,
  *
  * # Safety
  *
- * `cache` must be a live handle; `cred` must be NULL or point to a `udc_cred`.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `cred`
+ * must be NULL or point to a `udc_cred`.
  */
 int udc_access(struct udc_cache *cache, uint64_t ino, const struct udc_cred *cred, uint32_t mask);
 
@@ -1219,7 +1306,8 @@ int udc_cached_access(struct udc_cache *cache,
  *
  * # Safety
  *
- * `cache` must be a live handle; `stamp` must be NULL or point to a writable `uint64_t`.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS);
+ * `stamp` must be NULL or point to a writable `uint64_t`.
  */
 int udc_access_stamp(struct udc_cache *cache, uint64_t ino, uint64_t *stamp);
 
@@ -1250,7 +1338,7 @@ int udc_store_access(struct udc_cache *cache,
  *
  * # Safety
  *
- * `cache` must be a live handle.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS).
  */
 int udc_acl_changed(struct udc_cache *cache, uint64_t ino);
 
@@ -1262,8 +1350,8 @@ int udc_acl_changed(struct udc_cache *cache, uint64_t ino);
  *
  * # Safety
  *
- * `cache` must be a live handle; `out` must be NULL or point to a writable `udc_stats` whose
- * `size` is set.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `out`
+ * must be NULL or point to a writable `udc_stats` whose `size` is set.
  */
 int udc_stats_get(const struct udc_cache *cache, struct udc_stats *out);
 
@@ -1279,7 +1367,8 @@ int udc_stats_get(const struct udc_cache *cache, struct udc_stats *out);
  *
  * # Safety
  *
- * `cache` must be a live handle; `buf` must be NULL or point to `len` writable bytes.
+ * `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `buf`
+ * must be NULL or point to `len` writable bytes.
  */
 int udc_stats_format(const struct udc_cache *cache, char *buf, size_t len);
 

@@ -90,11 +90,12 @@ impl udc_attr {
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `out` must be NULL or point to a writable `udc_attr`.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `out`
+/// must be NULL or point to a writable `udc_attr`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_getattr(cache: *mut udc_cache, ino: u64, out: *mut udc_attr) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         // SAFETY: NULL or a writable udc_attr (the caller's contract).
         let out = unsafe { args::output(out) }?;
@@ -113,7 +114,8 @@ pub unsafe extern "C" fn udc_getattr(cache: *mut udc_cache, ino: u64, out: *mut 
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `attr` must be NULL or point to a `udc_attr`.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `attr`
+/// must be NULL or point to a `udc_attr`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_setattr(
     cache: *mut udc_cache,
@@ -122,7 +124,7 @@ pub unsafe extern "C" fn udc_setattr(
     valid_ns: u64,
 ) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         // SAFETY: NULL or a udc_attr (the caller's contract).
         let attr = unsafe { args::input(attr) }?.attr();

@@ -14,13 +14,18 @@
 //!
 //! Except for `revalidate` with `may_block` 0, a callback runs with no cache lock held and no
 //! epoch pinned, so it may block and may call any `udc_` function on the same cache except
-//! `udc_cache_destroy`, and except the call that is waiting for it (a `udc_resolve` or
-//! `udc_walk_as` of the same name, a `udc_readdir` of the same directory), which would wait for
-//! itself. `revalidate` with `may_block` 0 runs inside a lockless walk (no lock held, but
-//! grace periods wait for it): it must answer from what it has at hand, without blocking or
-//! I/O, return `UDC_REVAL_NEEDS_BLOCK` if it cannot, and call no `udc_` function but the
-//! lockless readers (`udc_lookup`, `udc_walk`, `udc_getattr`). Several callbacks run at once
-//! when several threads miss different names.
+//! the call that is waiting for it (a `udc_resolve` or `udc_walk_as` of the same name, a
+//! `udc_readdir` of the same directory), which would wait for itself. `udc_cache_destroy` is
+//! one it may call: the handle is released at once and the cache freed when the thread's
+//! outermost call returns (see [`crate::handle`]). `revalidate` with `may_block` 0 runs inside
+//! a lockless walk (no lock held, but grace periods wait for it): it must answer from what it
+//! has at hand, without blocking or I/O, return `UDC_REVAL_NEEDS_BLOCK` if it cannot, and call
+//! no `udc_` function but the lockless readers (`udc_lookup`, `udc_walk`, `udc_getattr`).
+//! Several callbacks run at once when several threads miss different names.
+//!
+//! A callback's `-errno` is passed on as it is ([`callback_errno`]), except `-ENOTRECOVERABLE`
+//! (kept for the library's panics) and the readdir callback's bad-cookie answers (see
+//! `crate::readdir`); a broken contract is `EIO`.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr;
@@ -36,9 +41,10 @@ use crate::handle::{self, udc_cache};
 use crate::types::udc_entry;
 
 /// The filesystem's lookup, called by `udc_resolve` on a miss: return 1 and fill `*out` if
-/// `name` exists in directory `parent`, 0 if it does not (remembered as a negative entry), or
-/// `-errno` (returned by `udc_resolve`, not cached). `name` is not NUL-terminated. A return
-/// above 1, or an `*out` with inode 0 or an unknown type, is reported as `-EIO`.
+/// `name` exists in directory `parent`, 0 if it does not (filed as a negative entry, under
+/// the admission rule of NEGATIVE ENTRIES), or `-errno` (returned by `udc_resolve` as it is,
+/// not cached; see CALLBACKS). `name` is not NUL-terminated. A return above 1, or an `*out`
+/// with inode 0 or an unknown type, is a broken contract: `-EIO`.
 pub type udc_lookup_fn = Option<
     unsafe extern "C" fn(
         ctx: *mut c_void,
@@ -51,10 +57,15 @@ pub type udc_lookup_fn = Option<
 
 /// The filesystem's directory listing, called by `udc_readdir` for ranges the cache lacks:
 /// append up to `max` entries that follow `cookie` (0 = the start) with `udc_fill_add`, then
-/// call `udc_fill_done`; return 0 or `-errno`. Return `-EINVAL` or `-ESTALE` for a cookie it
-/// cannot resume at (reported by `udc_readdir` as a bad cookie, `-EINVAL`); at cookie 0 they
-/// are returned as they are (`-ESTALE`: the directory is gone). The cookies it issues must
-/// be non-zero.
+/// call `udc_fill_done`; return 0 or `-errno`. `max` is the cache's page size
+/// (`udc_config.readdir_page_entries`), not the `max` of the `udc_readdir` call that needed
+/// the page: the cache fills whole pages and answers its callers from them. Fewer entries are
+/// fine (at least one, unless the directory ends there); `udc_fill_add` refuses more with
+/// `-ENOSPC`. Return `-EINVAL` or
+/// `-ESTALE` for a cookie it cannot resume at (reported by `udc_readdir` as a bad cookie,
+/// `-EINVAL`); at cookie 0 they are returned as they are (`-ESTALE`: the directory is gone).
+/// Returning 0 without `udc_fill_done` is a broken contract (`-EIO`). The cookies it issues
+/// must be non-zero.
 pub type udc_readdir_fn = Option<
     unsafe extern "C" fn(
         ctx: *mut c_void,
@@ -117,10 +128,13 @@ impl Backend {
     }
 }
 
-/// The positive errno of a callback's negative return value; anything else is `EIO`.
+/// The positive errno of a callback's negative return value, passed on as it is; anything
+/// else is a broken contract, `EIO`: a value that is no negative errno, and
+/// `-ENOTRECOVERABLE`, which the library keeps for its own panics
+/// ([`PANICKED`](crate::errors::PANICKED)) so that it always means one.
 pub(crate) fn callback_errno(r: c_int) -> c_int {
     match r.checked_neg() {
-        Some(e) if e > 0 => e,
+        Some(e) if e > 0 && e != crate::errors::PANICKED => e,
         _ => libc::EIO,
     }
 }
@@ -187,12 +201,13 @@ impl Backend {
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `ops` NULL or a `udc_ops`. The callbacks must follow the
-/// threading rules above for as long as the cache lives.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `ops`
+/// NULL or a `udc_ops`. The callbacks must follow the threading rules above for as long as the
+/// cache lives.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_set_ops(cache: *mut udc_cache, ops: *const udc_ops) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         // SAFETY: NULL or a udc_ops (the caller's contract).
         let ops = unsafe { args::input(ops) }?;

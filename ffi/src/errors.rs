@@ -2,11 +2,14 @@
 //!
 //! Every exported function runs its body through [`ffi_call`]: the body returns
 //! `Ok(non-negative value)` or `Err(positive errno)`, and `ffi_call` turns that into the C
-//! return value. A panic (a bug in this library) is caught there and returned as `-EIO`; it never
-//! unwinds into C, and the process goes on (a FUSE server keeps serving). The cache's mutexes
-//! recover from poisoning, so later calls do not deadlock or panic in turn, but an operation
-//! that panicked half-way may have left its names inconsistent: the header tells the program to
-//! destroy the cache after an unexpected `-EIO`. Running out of memory aborts (Rust's rule).
+//! return value. A panic (a bug in this library) is caught there and returned as
+//! [`PANICKED`] (`-ENOTRECOVERABLE`); it never unwinds into C, and the process goes on (a FUSE
+//! server keeps serving). The cache's mutexes recover from poisoning, so later calls do not
+//! deadlock or panic in turn, but an operation that panicked half-way may have left its names
+//! inconsistent: the header tells the program to destroy the cache after `-ENOTRECOVERABLE`.
+//! No other path returns that errno (a callback's own is reported as a broken contract, `EIO`:
+//! see [`crate::callbacks::callback_errno`]), so it always means a panic. Running out of
+//! memory aborts (Rust's rule).
 
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -37,14 +40,18 @@ pub(crate) fn fail_fs(e: Error) -> c_int {
     }
 }
 
+/// The errno of a panic caught at the boundary: the cache may be inconsistent, destroy it.
+/// Reserved: no callback's error is passed on as it.
+pub(crate) const PANICKED: c_int = libc::ENOTRECOVERABLE;
+
 /// Runs an entry point's body: `Ok(v)` returns `v`, `Err(errno)` returns `-errno`, a panic
-/// returns `-EIO`.
+/// returns `-ENOTRECOVERABLE` ([`PANICKED`]).
 pub(crate) fn ffi_call(body: impl FnOnce() -> CResult) -> c_int {
     let _call = InCall::enter();
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => v,
         Ok(Err(errno)) => -errno.max(1),
-        Err(_) => -libc::EIO,
+        Err(_) => -PANICKED,
     }
 }
 
@@ -59,10 +66,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn errors_are_negative_and_panics_are_eio() {
+    fn errors_are_negative_and_panics_are_enotrecoverable() {
         assert_eq!(ffi_call(|| Ok(3)), 3);
         assert_eq!(ffi_call(|| Err(libc::ENOENT)), -libc::ENOENT);
-        assert_eq!(ffi_call(|| panic!("bug")), -libc::EIO);
+        assert_eq!(ffi_call(|| panic!("bug")), -libc::ENOTRECOVERABLE);
         assert_eq!(fail(Error::UnknownInode(9)), libc::ESTALE);
     }
 }

@@ -67,7 +67,8 @@ const MAX_PAGE_ENTRIES: usize = 1 << 16;
 #[allow(clippy::upper_case_acronyms, dead_code)]
 pub enum udc_unlink_policy {
     /// The name becomes a negative entry: the next lookup is answered "does not exist"
-    /// without asking the filesystem (Linux's default, `fs.dentry-negative = 0`).
+    /// without asking the filesystem (Linux's default, `fs.dentry-negative = 0`), as long as
+    /// the bounds of negative entries keep it (see NEGATIVE ENTRIES and `udc_unlink`).
     UDC_UNLINK_NEGATIVE = 0,
     /// The entry is dropped: the next lookup misses (`fs.dentry-negative = 1`).
     UDC_UNLINK_DROP = 1,
@@ -123,7 +124,8 @@ impl udc_config {
 }
 
 /// A directory-entry cache (opaque). Made by `udc_cache_new`, freed by `udc_cache_destroy`.
-/// A `udc_cache *` is a handle, not an address: never dereference it.
+/// A `udc_cache *` is a handle, not an address: never dereference it. Any value may be passed
+/// where one is expected; anything but a live handle is refused (see CONVENTIONS).
 pub struct udc_cache {
     /// The cache.
     pub(crate) dcache: Dcache,
@@ -238,13 +240,14 @@ pub(crate) unsafe fn get<'a>(ptr: *const udc_cache) -> Result<&'a udc_cache, c_i
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle and `name` point to `len` readable bytes, both for `'a`.
+/// No other thread may destroy `cache` during `'a`, and `name` must point to `len` readable
+/// bytes for `'a`.
 pub(crate) unsafe fn get_named<'a>(
     cache: *const udc_cache,
     name: *const c_char,
     len: usize,
 ) -> Result<(&'a udc_cache, &'a [u8]), c_int> {
-    // SAFETY: a live handle (the caller's contract), checked.
+    // SAFETY: no other thread destroys the handle during 'a (the caller's contract).
     let cache = unsafe { get(cache) }?;
     // SAFETY: `len` readable bytes at `name` (the caller's contract), checked.
     let name = unsafe { args::name(name, len) }?;
@@ -312,13 +315,14 @@ pub unsafe extern "C" fn udc_cache_new(cfg: *const udc_config, out: *mut *mut ud
 /// Frees a cache and everything in it. NULL is ignored, and so is anything that is not a live
 /// handle (destroyed already, or garbage): a second destroy of a handle frees nothing, even
 /// after another cache was made. No other thread may be inside a `udc_` call on the handle
-/// during this call. A callback may call it (for any handle): the handle is refused from then
-/// on, and the cache is freed when the call that ran the callback returns. After it, every use
-/// of the handle is refused with `-EBADF`.
+/// during this call. A callback may call it, for its own cache or another (see CALLBACKS): the
+/// handle is refused from then on, and the cache is freed when the thread's outermost `udc_`
+/// call (the one that ran the callback) returns. After it, every use of the handle is refused
+/// with `-EBADF`.
 ///
 /// # Safety
 ///
-/// `cache` must be NULL or a handle that no other thread uses during the call.
+/// `cache` may be any value that no other thread uses during the call (see CONVENTIONS).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_cache_destroy(cache: *mut udc_cache) {
     ffi_void(|| {

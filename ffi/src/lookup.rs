@@ -66,8 +66,9 @@ versioned!(udc_walk_result);
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `name` must point to `len` readable bytes; `out` must be NULL
-/// or point to a writable `udc_entry`; all for `'a`.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+/// must point to `len` readable bytes; `out` must be NULL or point to a writable `udc_entry`; all
+/// for `'a`.
 unsafe fn read_args<'a>(
     cache: *mut udc_cache,
     parent: u64,
@@ -92,8 +93,8 @@ unsafe fn read_args<'a>(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `name` must point to `len` readable bytes; `out` must be NULL
-/// or point to a writable `udc_entry`.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+/// must point to `len` readable bytes; `out` must be NULL or point to a writable `udc_entry`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_lookup(
     cache: *mut udc_cache,
@@ -156,7 +157,10 @@ unsafe fn cached(
 }
 
 /// The FUSE lookup: the cached answer, else the lookup callback's (filed in the cache, a
-/// negative answer as a negative entry). A cached name no longer trusted (its timeout passed,
+/// negative answer as a negative entry, bounded and admitted as `udc_add_negative`'s: after a
+/// flood of negatives in its bucket, a name's first negative answer is dropped at once, so
+/// the callback is asked again at its next miss, and its second is kept; see NEGATIVE
+/// ENTRIES). A cached name no longer trusted (its timeout passed,
 /// or it is negative and its directory changed) is first revalidated (the revalidate callback,
 /// `may_block` 1). Concurrent misses of one name make one callback call.
 /// Every `UDC_POSITIVE` counts one lookup of `out->ino` (balance it with `udc_forget`). A miss
@@ -221,8 +225,9 @@ pub unsafe extern "C" fn udc_resolve(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `path` must point to `len` readable bytes; `out` must be NULL
-/// or point to a writable `udc_walk_result` whose `size` is set.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `path`
+/// must point to `len` readable bytes; `out` must be NULL or point to a writable `udc_walk_result`
+/// whose `size` is set.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_walk(
     cache: *mut udc_cache,
@@ -246,15 +251,16 @@ pub unsafe extern "C" fn udc_walk(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `path` must point to `len` readable bytes; `out` must be
-/// NULL or point to a writable `udc_walk_result` whose `size` is set; all for `'a`.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `path`
+/// must point to `len` readable bytes; `out` must be NULL or point to a writable `udc_walk_result`
+/// whose `size` is set; all for `'a`.
 pub(crate) unsafe fn walk_args<'a>(
     cache: *mut udc_cache,
     path: *const c_char,
     len: usize,
     out: *mut udc_walk_result,
 ) -> Result<(&'a udc_cache, &'a [u8], Out<'a, udc_walk_result>), c_int> {
-    // SAFETY: a live handle (the caller's contract), checked.
+    // SAFETY: no other thread destroys the handle during the call (the caller's contract).
     let cache = unsafe { handle::get(cache) }?;
     // SAFETY: `len` readable bytes at `path` (the caller's contract), checked.
     let path = unsafe { args::path(path, len) }?;
@@ -308,14 +314,17 @@ pub type udc_child_fn = Option<
 /// Visits the cached positive children of directory `dir`: a snapshot taken first, in no
 /// particular order, costing O(positive children) however many negative entries the
 /// directory has. `visit` runs on the calling thread with no cache lock held and may call any
-/// `udc_` function except `udc_cache_destroy`; it may be NULL, to count the children.
+/// `udc_` function, `udc_cache_destroy` included, as a callback may (see CALLBACKS: a
+/// destroyed cache is freed when this call returns, and the snapshot is visited to its end
+/// or until `visit` stops it); it may be NULL, to count the children.
 ///
 /// Returns the number of children visited (the one whose visit returned non-zero included),
 /// or `-ESTALE` (`dir` not cached), `-ENOTDIR`, `-EINVAL`, `-EBADF`.
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `visit` must be NULL or a function of the documented type.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS);
+/// `visit` must be NULL or a function of the documented type.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_children(
     cache: *mut udc_cache,
@@ -324,7 +333,7 @@ pub unsafe extern "C" fn udc_children(
     ctx: *mut c_void,
 ) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         let children = cache.dcache.children(dir).map_err(fail)?;
         let mut visited: c_int = 0;

@@ -21,7 +21,8 @@ pub const UDC_RENAME_EXCHANGE: c_uint = 2;
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle and `name` point to `len` readable bytes.
+/// No other thread may destroy `cache` during the call, and `name` must point to `len`
+/// readable bytes.
 pub(crate) unsafe fn change_name(
     cache: *mut udc_cache,
     parent: u64,
@@ -50,8 +51,8 @@ pub(crate) unsafe fn change_name(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `name` must point to `len` readable bytes; `e` must be NULL
-/// or point to a `udc_entry`.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+/// must point to `len` readable bytes; `e` must be NULL or point to a `udc_entry`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_add(
     cache: *mut udc_cache,
@@ -70,15 +71,20 @@ pub unsafe extern "C" fn udc_add(
     })
 }
 
-/// Remembers that `name` does not exist in directory `parent` (a negative entry). Negative
-/// entries are bounded per hash bucket, so this one may be evicted at any time.
+/// Files `name` in directory `parent` as a negative entry ("does not exist"), under the
+/// bounds and the admission rule of NEGATIVE ENTRIES: negatives are bounded per hash bucket
+/// (a flood of names used once settles at 3 per bucket, names a lookup reuses at up to
+/// `udc_config.negative_cap`, default 6), so this one may be evicted at any time; and after
+/// a flood, a name filed for the first time is dropped at once, the second filing kept. So a
+/// `udc_lookup` right after this call may answer `UDC_MISS`.
 ///
-/// Returns 0 (also if it was remembered already), or `-EINVAL`, `-ENAMETOOLONG`, `-ESTALE`,
-/// `-ENOTDIR`, `-EEXIST` (the name is positive), `-EBADF`.
+/// Returns 0 (also if it was remembered already, or dropped by the admission rule), or `-EINVAL`,
+/// `-ENAMETOOLONG`, `-ESTALE`, `-ENOTDIR`, `-EEXIST` (the name is positive), `-EBADF`.
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `name` must point to `len` readable bytes.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+/// must point to `len` readable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_add_negative(
     cache: *mut udc_cache,
@@ -91,7 +97,9 @@ pub unsafe extern "C" fn udc_add_negative(
 }
 
 /// Removes the name `name` from directory `parent` (unlink, rmdir): the entry turns negative
-/// or is dropped, as `udc_config.unlink_policy` says. The inode stays cached until
+/// or is dropped, as `udc_config.unlink_policy` says. A negative it turns into is bounded and
+/// admitted as `udc_add_negative`'s (NEGATIVE ENTRIES: after a flood of negatives in its
+/// bucket it is dropped at once, and the next lookup misses). The inode stays cached until
 /// `udc_forget` takes its lookup count to 0.
 ///
 /// Returns 0, or `-EINVAL`, `-ENAMETOOLONG`, `-ESTALE`, `-ENOTDIR`, `-ENOENT` (no positive
@@ -101,7 +109,8 @@ pub unsafe extern "C" fn udc_add_negative(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `name` must point to `len` readable bytes.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+/// must point to `len` readable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_unlink(
     cache: *mut udc_cache,
@@ -126,8 +135,8 @@ pub unsafe extern "C" fn udc_unlink(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `oldname` and `newname` must point to `oldlen` and `newlen`
-/// readable bytes.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS);
+/// `oldname` and `newname` must point to `oldlen` and `newlen` readable bytes.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn udc_rename(
@@ -166,11 +175,11 @@ pub unsafe extern "C" fn udc_rename(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_forget(cache: *mut udc_cache, ino: u64, nlookup: u64) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         cache.dcache.forget(ino, nlookup).map_err(fail)?;
         Ok(0)
@@ -184,11 +193,11 @@ pub unsafe extern "C" fn udc_forget(cache: *mut udc_cache, ino: u64, nlookup: u6
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_count_lookup(cache: *mut udc_cache, ino: u64) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         cache.dcache.count_lookup(ino).map_err(fail)?;
         Ok(0)
@@ -208,7 +217,8 @@ pub unsafe extern "C" fn udc_count_lookup(cache: *mut udc_cache, ino: u64) -> c_
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `name` must point to `len` readable bytes.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+/// must point to `len` readable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_invalidate(
     cache: *mut udc_cache,
@@ -220,19 +230,23 @@ pub unsafe extern "C" fn udc_invalidate(
     unsafe { change_name(cache, parent, name, len, Dcache::invalidate) }
 }
 
-/// Evicts up to `n` unused entries, negatives first, then the least recently used positive
-/// ones (least recently used within each shard of the LRU, which are visited in turn; their
-/// inodes stay cached until `udc_forget`). `n` above `INT_MAX` is taken as `INT_MAX`.
+/// Evicts up to `n` unused entries: negatives first (a negative a lookup hit gets a second
+/// chance instead, once), then, only once no unused negative is left, the least recently
+/// used positive ones (least recently used within each shard of the LRU, which are visited
+/// in turn; their inodes stay cached until `udc_forget`). Negatives the bounding rules evict
+/// because of the shrink's own changes (a second chance spent joins two runs of negatives)
+/// count as evicted by it. `n` above `INT_MAX` is taken as `INT_MAX`. A shrink whose scan
+/// meets mostly looked-up negatives may evict fewer than `n` while some remain: call again.
 ///
-/// Returns how many entries were evicted (>= 0), or `-EINVAL`, `-EBADF`.
+/// Returns how many entries were evicted, exactly, at most `n` (>= 0), or `-EINVAL`, `-EBADF`.
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_shrink(cache: *mut udc_cache, n: usize) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         let n = n.min(c_int::MAX as usize);
         // At most `n`, which fits.

@@ -142,8 +142,9 @@ pub(crate) fn call_readdir(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `buf` must point to `max` writable `udc_dirent`s; `count`
-/// must be NULL or point to a writable `size_t`.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `buf`
+/// must point to `max` writable `udc_dirent`s; `count` must be NULL or point to a writable
+/// `size_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_readdir(
     cache: *mut udc_cache,
@@ -154,7 +155,7 @@ pub unsafe extern "C" fn udc_readdir(
     count: *mut usize,
 ) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         // SAFETY: `max` writable udc_dirents at `buf` (the caller's contract), checked.
         let buf = unsafe { args::array_out(buf, max) }?;
@@ -188,11 +189,11 @@ pub unsafe extern "C" fn udc_readdir(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_dir_changed(cache: *mut udc_cache, dir: u64, verifier: u64) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         let verifier = (verifier != 0).then_some(verifier);
         cache.dcache.dir_changed(dir, verifier).map_err(fail)?;

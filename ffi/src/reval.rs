@@ -122,7 +122,7 @@ pub type udc_revalidate_fn = Option<
 /// The filesystem's permission check: the rights `*cred` has on inode `ino`, all three asked
 /// at once, as a mask of `UDC_MAY_*` bits (0 to 7), or `-errno` (returned to the caller, not
 /// cached). The cache keeps the answer for `udc_config.access_timeout_ns`. A return above 7 is
-/// reported as `-EIO`.
+/// a broken contract: `-EIO`.
 pub type udc_access_fn =
     Option<unsafe extern "C" fn(ctx: *mut c_void, ino: u64, cred: *const udc_cred) -> c_int>;
 
@@ -223,7 +223,8 @@ fn mask_arg(bits: u32) -> Result<Mask, c_int> {
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `name` must point to `len` readable bytes.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `name`
+/// must point to `len` readable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_set_entry_timeout(
     cache: *mut udc_cache,
@@ -329,7 +330,8 @@ fn ended(c: Checked<'_>) -> Result<udc_walk_result, Blocked> {
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `cred` must be NULL or point to a `udc_cred`.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `cred`
+/// must be NULL or point to a `udc_cred`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_access(
     cache: *mut udc_cache,
@@ -366,7 +368,8 @@ pub unsafe extern "C" fn udc_cached_access(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `cred` NULL or a `udc_cred`.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `cred`
+/// NULL or a `udc_cred`.
 unsafe fn check_access(
     cache: *mut udc_cache,
     (ino, cred, mask): (u64, *const udc_cred, u32),
@@ -394,13 +397,14 @@ unsafe fn check_access(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `cred` NULL or a `udc_cred`; both for `'a`.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `cred`
+/// NULL or a `udc_cred`; both for `'a`.
 unsafe fn access_args<'a>(
     cache: *mut udc_cache,
     cred: *const udc_cred,
     mask: u32,
 ) -> Result<(&'a udc_cache, (&'a udc_cred, Cred), Mask), c_int> {
-    // SAFETY: a live handle (the caller's contract), checked.
+    // SAFETY: no other thread destroys the handle during the call (the caller's contract).
     let cache = unsafe { handle::get(cache) }?;
     // SAFETY: NULL or a udc_cred (the caller's contract), checked.
     let cred = unsafe { cred_arg(cred) }?;
@@ -418,7 +422,8 @@ unsafe fn access_args<'a>(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `stamp` must be NULL or point to a writable `uint64_t`.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS);
+/// `stamp` must be NULL or point to a writable `uint64_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_access_stamp(
     cache: *mut udc_cache,
@@ -426,7 +431,7 @@ pub unsafe extern "C" fn udc_access_stamp(
     stamp: *mut u64,
 ) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         // SAFETY: NULL or a writable uint64_t (the caller's contract).
         let out = unsafe { args::output(stamp) }?;
@@ -470,11 +475,11 @@ pub unsafe extern "C" fn udc_store_access(
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_acl_changed(cache: *mut udc_cache, ino: u64) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         cache.dcache.acl_changed(ino).map_err(fail)?;
         Ok(0)

@@ -140,12 +140,12 @@ impl udc_stats {
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `out` must be NULL or point to a writable `udc_stats` whose
-/// `size` is set.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `out`
+/// must be NULL or point to a writable `udc_stats` whose `size` is set.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_stats_get(cache: *const udc_cache, out: *mut udc_stats) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         // SAFETY: NULL or a writable udc_stats (the caller's contract).
         let out = unsafe { args::output(out) }?;
@@ -166,7 +166,8 @@ pub unsafe extern "C" fn udc_stats_get(cache: *const udc_cache, out: *mut udc_st
 ///
 /// # Safety
 ///
-/// `cache` must be a live handle; `buf` must be NULL or point to `len` writable bytes.
+/// `cache` may be any value that no other thread destroys during the call (see CONVENTIONS); `buf`
+/// must be NULL or point to `len` writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn udc_stats_format(
     cache: *const udc_cache,
@@ -174,7 +175,7 @@ pub unsafe extern "C" fn udc_stats_format(
     len: usize,
 ) -> c_int {
     ffi_call(|| -> CResult {
-        // SAFETY: a live handle (the caller's contract), checked.
+        // SAFETY: no other thread destroys the handle during the call (the caller's contract).
         let cache = unsafe { handle::get(cache) }?;
         let text = udc_stats::of(cache).text();
         if len > 0 {

@@ -582,9 +582,11 @@ fn check(cache: &Dcache, model: &mut Model, shrunk: Option<(usize, usize)>) {
     if let Some((asked, done)) = shrunk {
         assert!(done <= asked, "shrink({asked}) reported {done}");
         assert!(lost_pos <= done, "shrink reported {done} but {lost_pos} positives went");
-        assert!(lost_pos + lost_neg >= done, "shrink reported {done}, {lost_pos}+{lost_neg} went");
+        assert_eq!(lost_pos + lost_neg, done, "shrink reported {done}, {lost_pos}+{lost_neg} went");
     }
     let s = cache.stats();
+    // Between operations no negative is held: positives go only once none is left.
+    assert!(lost_pos == 0 || s.nr_negative == 0, "a positive went before the negatives: {s:?}");
     let negatives = model.dentries.values().filter(|v| v.is_none()).count() as u64;
     assert_eq!(s.nr_dentry, model.dentries.len() as u64, "phantom dentries: {s:?}");
     assert_eq!(s.nr_negative, negatives, "phantom negatives: {s:?}");

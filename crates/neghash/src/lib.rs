@@ -89,7 +89,7 @@ pub use entry::Entry;
 pub use hashing::{KeyHash, NameHash};
 pub use name::INLINE_NAME;
 pub use stats::Stats;
-pub use table::{Config, Held, NegHash, Shape};
+pub use table::{Config, Held, NegHash, Shape, Shrunk};
 pub use udcache_rculist::epoch;
 
 #[cfg(doctest)]

@@ -209,6 +209,18 @@ pub struct Shape {
     pub on_lru: bool,
 }
 
+/// What [`NegHash::shrink_negative`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shrunk {
+    /// How many negatives it evicted (at most the number asked), those rule 1 took because of
+    /// its changes included.
+    pub evicted: usize,
+    /// Whether it stopped because it found no unused negative left (rather than because it
+    /// evicted enough, or because its scan's bound, about twice the number asked, ran out
+    /// while referenced ones took their second chances).
+    pub exhausted: bool,
+}
+
 /// Proof that the caller holds one bucket's lock, with the chain writer it grants.
 pub(crate) struct BucketLock<'t, V: Send + Sync + 'static> {
     pub(crate) chain: HListWriter<'t, ChainAdapter<V>>,
@@ -512,45 +524,72 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// hook: it also gives back to the allocator the pooled cells of entries freed earlier
     /// whose grace period has passed (those evicted now come back to the pool a grace period
     /// later).
+    ///
+    /// The count is exact and at most `n`: it includes the negatives rule 1 evicts because of
+    /// the shrink's own changes (a spent second chance, or an eviction, that joins two runs;
+    /// see [`crate::trim`], Shrink). Positives go only once the scan has found no unused
+    /// negative left ([`Shrunk::exhausted`]).
+    ///
+    /// ```
+    /// use udcache_neghash::{Config, NegHash, epoch};
+    /// let t = NegHash::new(Config::with_buckets(1));
+    /// drop(t.insert(0, b"file", false, ()));
+    /// // The chain: a b c r, `r` the oldest on the LRU and referenced by a lookup.
+    /// for name in ["r", "c", "b", "a"] {
+    ///     drop(t.insert(0, name.as_bytes(), true, ()));
+    ///     if name == "r" {
+    ///         assert!(t.lookup(&epoch::pin(), 0, b"r").is_some());
+    ///     }
+    /// }
+    /// // Spending `r`'s chance makes `a b c r` a run of four: rule 1 evicts `r`, and the
+    /// // shrink counts it; `c b a` make four, and the positive stays.
+    /// assert_eq!(t.shrink(4), 4);
+    /// assert_eq!((t.stats().entries, t.stats().negative), (1, 0));
+    /// ```
     pub fn shrink(&self, n: usize) -> usize {
-        let mut done = trim::shrink(self, n, true);
-        if done < n {
-            done += trim::shrink(self, n - done, false);
+        let negatives = trim::shrink(self, n, true);
+        let mut done = negatives.0;
+        if done < n && negatives.1 {
+            done += trim::shrink(self, n - done, false).0;
         }
         self.pool.trim();
         done
     }
 
     /// Evicts up to `n` unused *negative* entries, oldest first per shard, second chances
-    /// given as by [`shrink`](Self::shrink); returns how many. For callers whose positive
-    /// entries carry bookkeeping of their own (see [`oldest_unused`](Self::oldest_unused)).
-    /// Gives back pooled cells as `shrink` does.
-    pub fn shrink_negative(&self, n: usize) -> usize {
-        let done = trim::shrink(self, n, true);
+    /// given as by [`shrink`](Self::shrink), counted exactly as there. For callers whose
+    /// positive entries carry bookkeeping of their own (see
+    /// [`oldest_unused_positives`](Self::oldest_unused_positives)), which should turn to
+    /// them only when [`Shrunk::exhausted`] says no unused negative is left. Gives back pooled
+    /// cells as `shrink` does.
+    pub fn shrink_negative(&self, n: usize) -> Shrunk {
+        let (evicted, exhausted) = trim::shrink(self, n, true);
         self.pool.trim();
-        done
+        Shrunk { evicted, exhausted }
     }
 
-    /// Holds up to `n` of the least recently used unused entries of one kind (`negative`), for
-    /// a caller that must do its own bookkeeping before it removes them with
-    /// [`Held::remove`]; referenced ones get a second chance instead of being returned, as in
-    /// [`shrink`](Self::shrink). Entries not removed go back to the LRU when released. The
-    /// LRU is sharded: "least recently used" holds within a shard.
+    /// Holds up to `n` of the least recently used unused positive entries, for a caller that
+    /// must do its own bookkeeping before it removes them with [`Held::remove`]; referenced
+    /// ones get a second chance instead of being returned, as in [`shrink`](Self::shrink). An
+    /// entry whose removal would make rule 1 evict negatives (it separates two runs of them)
+    /// is not returned, so the caller's count of what it removed is exact. Entries not removed
+    /// go back to the LRU when released. The LRU is sharded: "least recently used" holds
+    /// within a shard.
     ///
     /// ```
     /// use udcache_neghash::{Config, NegHash};
     /// let t = NegHash::new(Config::with_buckets(8));
     /// drop(t.insert(1, b"f", false, 'f'));
     /// drop(t.insert(1, b"miss", true, '-'));
-    /// let oldest = t.oldest_unused(5, false); // positives only
+    /// let oldest = t.oldest_unused_positives(5);
     /// assert_eq!(oldest.len(), 1);
     /// assert_eq!(oldest[0].name(), b"f");
     /// assert!(oldest[0].remove());
     /// drop(oldest);
     /// assert_eq!((t.stats().entries, t.stats().negative), (1, 1));
     /// ```
-    pub fn oldest_unused(&self, n: usize, negative: bool) -> Vec<Held<'_, V>> {
-        trim::oldest_unused(self, n, negative)
+    pub fn oldest_unused_positives(&self, n: usize) -> Vec<Held<'_, V>> {
+        trim::oldest_unused_positives(self, n)
     }
 
     /// Takes every negative entry whose parent id `doomed` accepts out of the table: an unused
@@ -772,7 +811,7 @@ impl<'t, V: Send + Sync + 'static> Held<'t, V> {
             return false;
         }
         trim::unhash(t, &mut lock, &self.entry, &guard);
-        trim::retrim(t, &mut lock, &guard);
+        trim::retrim(t, &mut lock, &guard, usize::MAX);
         true
     }
 }

@@ -60,6 +60,15 @@
 //! Pops the oldest entries of the LRU (negatives first when asked), giving a referenced entry
 //! a second chance (bit cleared, back to the LRU's tail) and evicting the rest if still
 //! unused. It pops with only the LRU lock, then takes the bucket lock: the lock order holds.
+//!
+//! A shrink's count is exact and never exceeds what was asked. Its own changes can make rule 1
+//! evict: a spent chance can join the runs on either side of the entry into one longer than
+//! [`MAX_RUN`], and so can the eviction of an entry that separated two runs (a positive among
+//! negatives, where a polarity flip left it). Those evictions are the shrink's: before each
+//! change it counts what rule 1 would take after it (`rule1_cost`), makes the change only if
+//! the count still fits in what is left to evict, and counts them. A change that does not fit
+//! is not made: the entry goes back to the LRU's tail as it was (the entries rule 1 would have
+//! taken are settled negatives of the same shard, so the scan reaches them on its own).
 
 use crate::pooled::EntryRef;
 use std::sync::atomic::AtomicUsize;
@@ -135,12 +144,12 @@ pub(crate) fn run_rule<V: Send + Sync + 'static>(
             // The released entry may sit between two runs (one before it, this one after it):
             // its going joins them, so the chain is checked again as after any unhash.
             if evict(t, lock, released, C::EvictRule1, guard) {
-                trim_runs(t, lock, guard);
+                trim_runs(t, lock, guard, usize::MAX);
             }
             return;
         }
     }
-    trim_runs(t, lock, guard);
+    trim_runs(t, lock, guard, usize::MAX);
 }
 
 /// Evicts the fourth entry of every run of settled, unreferenced negatives in this chain.
@@ -149,34 +158,89 @@ pub(crate) fn run_rule<V: Send + Sync + 'static>(
 /// at every run, so the bound ("at most three in a row") also holds after rule 2 or `shrink`
 /// clear referenced bits elsewhere in the chain. On a chain where only releases clear bits the
 /// two are the same: only the released entry's run can have grown.
+///
+/// Evicts at most `limit` entries and returns how many. Only `shrink` passes a limit (what it
+/// has left to evict), after counting with [`rule1_cost`] under this same lock what the trim
+/// will take; more can be due only if an entry of the chain became settled in between, its
+/// last holder's count dropped to 0 without the lock ([`NegHash::release`] takes it after):
+/// that release trims the chain itself once it has the lock.
 fn trim_runs<V: Send + Sync + 'static>(
     t: &NegHash<V>,
     lock: &mut BucketLock<'_, V>,
     guard: &Guard,
-) {
-    loop {
+    limit: usize,
+) -> usize {
+    let mut evicted = 0;
+    while evicted < limit {
         let mut run = 0;
         let victim = t.chain(lock).iter(guard).find(|e| {
-            run = if settled_negative(e) && !e.is_protected() { run + 1 } else { 0 };
+            run = if in_run(e) { run + 1 } else { 0 };
             run > MAX_RUN
         });
         match victim {
-            Some(v) if evict(t, lock, v, C::EvictRule1, guard) => {}
-            _ => return,
+            Some(v) if evict(t, lock, v, C::EvictRule1, guard) => evicted += 1,
+            _ => break,
         }
     }
+    evicted
+}
+
+/// Whether `e` counts in a run of rule 1: a settled negative without a second chance.
+fn in_run<V>(e: &Entry<V>) -> bool {
+    settled_negative(e) && !e.is_protected()
+}
+
+/// A change `shrink` may make to an entry it popped off the LRU (so not settled now: off the
+/// LRU, but unused and hashed).
+#[derive(Clone, Copy)]
+enum Change {
+    /// Spend its second chance and put it back on the LRU.
+    Spend,
+    /// Evict it.
+    Evict,
+}
+
+/// How many entries rule 1 (if on) would evict from `popped`'s chain after `change`: a run of
+/// `L` entries loses `L - MAX_RUN` of them (`trim_runs` evicts the fourth until three are
+/// left). Counted before the change, without making it.
+fn rule1_cost<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    lock: &BucketLock<'_, V>,
+    popped: &Entry<V>,
+    change: Change,
+    guard: &Guard,
+) -> usize {
+    if !t.config().rule1() {
+        return 0;
+    }
+    let (mut run, mut cost) = (0, 0);
+    for e in t.chain(lock).iter(guard) {
+        let member = if !std::ptr::eq(e, popped) {
+            in_run(e)
+        } else {
+            match change {
+                // Back on the LRU, unused and unprotected: a member if negative.
+                Change::Spend => e.has(NEGATIVE),
+                // Off the chain: the entries on either side of it are neighbours.
+                Change::Evict => continue,
+            }
+        };
+        run = if member { run + 1 } else { 0 };
+        cost += usize::from(run > MAX_RUN);
+    }
+    cost
 }
 
 /// Re-applies rule 1 (if on) after an entry left the middle of a chain: the runs on either side
-/// of it are one run now. Called after every unhash that is not itself rule 1's.
+/// of it are one run now. Called after every unhash that is not itself rule 1's. Evicts at
+/// most `limit` (see `trim_runs`: `usize::MAX` but in `shrink`) and returns how many.
 pub(crate) fn retrim<V: Send + Sync + 'static>(
     t: &NegHash<V>,
     lock: &mut BucketLock<'_, V>,
     guard: &Guard,
-) {
-    if t.config().rule1() {
-        trim_runs(t, lock, guard);
-    }
+    limit: usize,
+) -> usize {
+    if t.config().rule1() { trim_runs(t, lock, guard, limit) } else { 0 }
 }
 
 /// Rule 1 keeps at most this many settled, unreferenced negatives in a row.
@@ -229,7 +293,7 @@ pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
             return;
         }
         // The victim may have separated two runs, or spent chances made new ones.
-        retrim(t, lock, guard);
+        retrim(t, lock, guard, usize::MAX);
     }
 }
 
@@ -237,12 +301,17 @@ pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
 pub(crate) fn enforce_share<V: Send + Sync + 'static>(t: &NegHash<V>, share: f64) {
     let c = t.counters();
     if c.sum(C::Negative) as f64 > share * c.sum(C::Entries) as f64 {
-        evict_from_lru(t, 1, true, C::EvictGlobal);
+        let _ = evict_from_lru(t, 1, true, C::EvictGlobal);
     }
 }
 
-/// `shrink(n)` for one kind of entry.
-pub(crate) fn shrink<V: Send + Sync + 'static>(t: &NegHash<V>, n: usize, negative: bool) -> usize {
+/// `shrink(n)` for one kind of entry: how many it evicted (at most `n`), and whether it
+/// stopped because that kind's LRU lists were empty.
+pub(crate) fn shrink<V: Send + Sync + 'static>(
+    t: &NegHash<V>,
+    n: usize,
+    negative: bool,
+) -> (usize, bool) {
     evict_from_lru(t, n, negative, C::EvictShrink)
 }
 
@@ -251,31 +320,34 @@ fn evict_from_lru<V: Send + Sync + 'static>(
     n: usize,
     negative: bool,
     why: C,
-) -> usize {
-    scan_lru(t, n, negative, |lock, e, guard| {
-        let evicted = evict(t, lock, e, why, guard);
-        if evicted {
-            retrim(t, lock, guard);
+) -> (usize, bool) {
+    scan_lru(t, n, negative, |lock, e, guard, room| {
+        if 1 + rule1_cost(t, lock, e, Change::Evict, guard) > room {
+            return None;
         }
-        evicted
+        Some(if evict(t, lock, e, why, guard) { 1 + retrim(t, lock, guard, room - 1) } else { 0 })
     })
 }
 
-/// Holds up to `n` of the oldest unused entries of one kind, second chances given as by
-/// `shrink`, for a caller that does its own bookkeeping before removing them.
-pub(crate) fn oldest_unused<V: Send + Sync + 'static>(
+/// Holds up to `n` of the oldest unused positive entries, second chances given as by `shrink`,
+/// for a caller that does its own bookkeeping before removing them. An entry whose removal
+/// would make rule 1 evict (it separates two runs of negatives) is passed over: the caller
+/// could not count those evictions.
+pub(crate) fn oldest_unused_positives<V: Send + Sync + 'static>(
     t: &NegHash<V>,
     n: usize,
-    negative: bool,
 ) -> Vec<Held<'_, V>> {
     let mut held = Vec::new();
-    scan_lru(t, n, negative, |lock, e, _guard| {
+    scan_lru(t, n, false, |lock, e, guard, _room| {
+        if rule1_cost(t, lock, e, Change::Evict, guard) > 0 {
+            return None;
+        }
         // Popped off the LRU, so releasing the hold puts it back there.
         let got = e.try_hold().is_some();
         if got {
             held.push(Held::new(e.clone(), t, lock.index()));
         }
-        got
+        Some(usize::from(got))
     });
     held
 }
@@ -306,7 +378,7 @@ pub(crate) fn purge_negatives<V: Send + Sync + 'static>(
             }
         }
         if gone > before {
-            retrim(t, &mut lock, &guard);
+            retrim(t, &mut lock, &guard, usize::MAX);
         }
     }
     gone
@@ -318,13 +390,18 @@ static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
 /// Pops the oldest entries of one kind off the LRU until `take` has accepted `n` of them (or
 /// about `2n` were looked at): a referenced entry gets its second chance instead (bit cleared,
 /// back to the LRU's tail); a held or removed one is skipped (its last release re-files it).
-/// `take` runs under the entry's bucket lock.
+/// `take` runs under the entry's bucket lock and is told how many more may go: it answers how
+/// many went (the entry and what rule 1 evicted after it; 0 if it could not be had), or
+/// `None` to leave it (it goes back to the LRU's tail as it was). A second chance whose
+/// spending would make rule 1 evict more than may go is not spent now (see the module docs,
+/// Shrink). Returns how many went, and whether the scan stopped because every shard's list of
+/// that kind was empty.
 fn scan_lru<V: Send + Sync + 'static>(
     t: &NegHash<V>,
     n: usize,
     negative: bool,
-    mut take: impl FnMut(&mut BucketLock<'_, V>, &EntryRef<V>, &Guard) -> bool,
-) -> usize {
+    mut take: impl FnMut(&mut BucketLock<'_, V>, &EntryRef<V>, &Guard, usize) -> Option<usize>,
+) -> (usize, bool) {
     let shards = t.lru().shards();
     // Relaxed: only spreads scans over shards.
     let mut shard = NEXT_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % shards;
@@ -350,16 +427,22 @@ fn scan_lru<V: Send + Sync + 'static>(
             continue;
         }
         if e.is_protected() {
-            e.spend_chance();
+            let spend = rule1_cost(t, &lock, &e, Change::Spend, &guard) <= n - taken;
+            if spend {
+                e.spend_chance();
+            }
             t.lru().add(&lock, &e, t.counters());
-            retrim(t, &mut lock, &guard);
+            if spend {
+                taken += retrim(t, &mut lock, &guard, n - taken);
+            }
             continue;
         }
-        if take(&mut lock, &e, &guard) {
-            taken += 1;
+        match take(&mut lock, &e, &guard, n - taken) {
+            Some(went) => taken += went,
+            None => t.lru().add(&lock, &e, t.counters()),
         }
         drop(guard);
         shard = (shard + 1) % shards;
     }
-    taken
+    (taken, empty >= shards)
 }

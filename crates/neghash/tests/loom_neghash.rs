@@ -87,7 +87,7 @@ fn remove_vs_shrink_of_one_lru_entry() {
         drop(table.insert(0, b"hit", false, 1).unwrap());
         let shrinker = {
             let table = table.clone();
-            loom::thread::spawn(move || table.shrink_negative(1))
+            loom::thread::spawn(move || table.shrink_negative(1).evicted)
         };
         let removed = table.get(0, b"miss").is_some_and(|held| held.remove());
         let shrunk = shrinker.join().unwrap();

@@ -179,7 +179,10 @@ fn run(config: Config, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
             }
             Op::Shrink(n) => {
-                table.shrink(n);
+                // Settle what the rules did before: only the shrink's evictions are counted.
+                check(&table, &mut model)?;
+                let shrunk = table.shrink(n);
+                prop_assert!(shrunk <= n, "shrink({}) evicted {}", n, shrunk);
                 let guard = epoch::pin();
                 let gone: Vec<Key> = model
                     .entries
@@ -187,10 +190,24 @@ fn run(config: Config, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     .filter(|k| table.peek(&guard, k.0, &k.1).is_none())
                     .cloned()
                     .collect();
+                prop_assert_eq!(gone.len(), shrunk, "shrink's count against what went");
+                let positive_went = gone.iter().any(|k| !model.entries[k]);
                 for k in gone {
                     prop_assert!(!model.held(&k), "shrink evicted held {:?}", k);
                     model.entries.remove(&k);
                 }
+                // Positives go only once no unused negative is left.
+                let held_negatives: std::collections::BTreeSet<&Key> = model
+                    .handles
+                    .iter()
+                    .filter(|h| !h.stale && model.entries[&h.key])
+                    .map(|h| &h.key)
+                    .collect();
+                let unused_negative = table.stats().negative as usize > held_negatives.len();
+                prop_assert!(
+                    !(positive_went && unused_negative),
+                    "a positive went while an unused negative stayed"
+                );
             }
             _ => {}
         }

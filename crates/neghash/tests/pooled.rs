@@ -188,8 +188,8 @@ fn a_pinned_reader_keeps_its_entry_through_remove_evict_and_reuse() {
             drop(table.insert(4, format!("r{i}").as_bytes(), false, value(made + i)).unwrap());
         }
         assert!(table.stats().recycled > 0, "{:?}", table.stats());
-        assert!(table.shrink_negative(2) > 0);
-        let old = table.oldest_unused(2, false);
+        assert!(table.shrink_negative(2).evicted > 0);
+        let old = table.oldest_unused_positives(2);
         assert!(!old.is_empty());
         drop(old);
         table.purge_negatives(&|parent| parent == 2);

@@ -90,6 +90,60 @@ fn shrinking_by_usize_max_shrinks_everything() {
     assert_eq!(t.stats().entries, 0);
 }
 
+/// Counts what a table holds: (entries, negatives).
+fn counts<V: Send + Sync + 'static>(t: &NegHash<V>) -> (u64, u64) {
+    (t.stats().entries, t.stats().negative)
+}
+
+/// A shrink spent the second chance of a referenced negative between two runs, and rule 1
+/// then evicted entries of the joined run that the shrink did not count: it went on to evict
+/// positives for the count it was short, and returned less than it removed. (Found through
+/// the C ABI: a directory with files and one looked-up miss, then a flood of misses.)
+#[test]
+fn shrink_counts_what_rule_1_evicts_after_a_spent_chance() {
+    let t: NegHash<()> = NegHash::new(Config::with_buckets(16));
+    for i in 0..20 {
+        drop(t.insert(2, format!("file{i}").as_bytes(), false, ()).unwrap());
+    }
+    drop(t.insert(2, b"looked-up", true, ()).unwrap());
+    assert!(t.lookup(&epoch::pin(), 2, b"looked-up").is_some());
+    for i in 0..1000 {
+        drop(t.insert(3, format!("flood{i}").as_bytes(), true, ()));
+    }
+    t.verify().unwrap();
+    let (entries, negatives) = counts(&t);
+    let n = usize::try_from(negatives).unwrap();
+    assert_eq!(t.shrink(n), n);
+    assert_eq!(counts(&t), (entries - negatives, 0), "exactly the negatives went");
+    t.verify().unwrap();
+}
+
+/// A second chance whose spending would make rule 1 evict more than the shrink has left to
+/// evict is not spent: `shrink(1)` evicts one entry, not the five that spending `r`'s chance
+/// in the middle of a chain of seven negatives (a run of seven: rule 1 takes four) and the
+/// eviction after it would have.
+#[test]
+fn a_shrink_never_evicts_more_than_asked() {
+    let t: NegHash<()> = NegHash::new(Config::with_buckets(1).with_negative_cap(None));
+    let miss = |name: &[u8]| drop(t.insert(0, name, true, ()).unwrap());
+    // `r` is evicted, leaving its ghost: inserted again, it refaults (protected).
+    miss(b"r");
+    assert_eq!(t.shrink(1), 1);
+    // `d e f` held while `r` and `a b c` are released: `r` comes first on the LRU.
+    let held: Vec<_> = [&b"f"[..], b"e", b"d"].map(|n| t.insert(0, n, true, ()).unwrap()).into();
+    miss(b"r");
+    for name in [&b"c"[..], b"b", b"a"] {
+        miss(name);
+    }
+    drop(held);
+    assert_eq!(chain(&t), [&b"a"[..], b"b", b"c", b"r", b"d", b"e", b"f"]);
+    assert!(t.bucket_shape(0)[3].referenced, "`r` is protected");
+    t.verify().unwrap();
+    assert_eq!(t.shrink(1), 1);
+    assert_eq!(counts(&t), (6, 6), "one entry went");
+    t.verify().unwrap();
+}
+
 /// A name of 2^32 + 5 bytes was filed as one of 5 (its length is kept in 32 bits): read back
 /// from the wrong half of the name's storage, never found again, its copy never freed. It is
 /// refused now. (The zeroed vector is mapped, never touched: the check comes before hashing.)

@@ -995,8 +995,10 @@ impl Dcache {
 
     /// Evicts up to `n` unused dentries, negatives first, least recently used first within
     /// each shard of the LRU (shards are visited in turn, so across the whole cache the order
-    /// is approximate), a referenced one getting a second chance; returns how many. The
-    /// memory-pressure hook.
+    /// is approximate), a referenced one getting a second chance; returns how many, exactly
+    /// (the negatives the run rule evicts because of the shrink's own changes included; see
+    /// [`NegHash::shrink`](udcache_neghash::NegHash::shrink)). Positives go only once the scan
+    /// found no unused negative left. The memory-pressure hook.
     /// A positive dentry evicted leaves its inode cached (until `forget`): the next lookup of
     /// the name misses and asks the filesystem again.
     ///
@@ -1010,11 +1012,12 @@ impl Dcache {
     /// assert!(cache.children(ROOT_INO).unwrap().is_empty());
     /// ```
     pub fn shrink(&self, n: usize) -> usize {
-        let mut done = self.names.shrink_negative(n);
-        if done == n {
+        let negatives = self.names.shrink_negative(n);
+        let mut done = negatives.evicted;
+        if done == n || !negatives.exhausted {
             return done;
         }
-        for held in self.names.oldest_unused(n - done, false) {
+        for held in self.names.oldest_unused_positives(n - done) {
             let (parent, name) = (held.parent(), held.name());
             let names = self.lock_names((parent, name), None);
             let guard = epoch::pin();

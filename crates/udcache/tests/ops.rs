@@ -455,3 +455,36 @@ fn refusals_leave_the_referenced_bit_alone() {
         assert_eq!(left, (None, Some(0)), "a refused {what} gave the old name a second chance");
     }
 }
+
+/// `shrink` reports exactly what it evicted and takes negatives first: spending the second
+/// chance of a looked-up negative can make the run rule evict negatives around it, and those
+/// count. Uncounted, the shrink went on into positives for what it thought it was short.
+#[test]
+fn shrink_counts_exactly_and_takes_every_unused_negative_before_a_positive() {
+    for (looked_up, buckets, flood) in [(1, 16, 1000), (5, 64, 5000)] {
+        let c = Dcache::new(Config::for_entries(16).with_buckets(buckets));
+        c.add(ROOT_INO, b"d2", dir(2)).unwrap();
+        c.add(ROOT_INO, b"d3", dir(3)).unwrap();
+        for i in 0..20u64 {
+            c.add(2, format!("f{i}").as_bytes(), file(10 + i)).unwrap();
+        }
+        for i in 0..looked_up {
+            let name = format!("miss{i}");
+            c.add_negative(2, name.as_bytes()).unwrap();
+            assert_eq!(look(&c, 2, name.as_bytes()), Some(0));
+        }
+        for i in 0..flood {
+            c.add_negative(3, format!("flood{i}").as_bytes()).unwrap();
+        }
+        let before = c.stats();
+        let n = usize::try_from(before.nr_negative).unwrap();
+        assert_eq!(c.shrink(n), n, "{looked_up} looked up, {buckets} buckets");
+        let after = c.stats();
+        assert_eq!(
+            (after.nr_dentry, after.nr_negative),
+            (before.nr_dentry - before.nr_negative, 0),
+            "exactly the negatives went ({looked_up} looked up, {buckets} buckets)"
+        );
+        c.verify().unwrap();
+    }
+}
