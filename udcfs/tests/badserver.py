@@ -16,6 +16,8 @@ and then asks no portmapper. It serves an export of one directory, the root, who
     loop   cookies that lead round a cycle: a(1) b(2) c(3) d(1) b(2) c(3) d(1) ..., never eof
     short  a READDIRPLUS reply cut in the middle of its second entry (the record length is
            that of the cut body: the RPC layer delivers it, XDR decoding fails)
+    nul    a file "ok", then one named "x<NUL>y". Not checked by nfs-checks.sh: libnfs 4.0 hands
+           names over as C strings without their XDR length, so udcfs sees (and lists) "x"
 
 SIGUSR1 switches to `good`, with the root's attributes unchanged: a client that kept anything
 from a bad reply would still serve it. LOOKUP finds the names of the current listing (regular
@@ -50,7 +52,8 @@ def post_op(fileid, isdir):
 
 
 ROOT_ATTR = post_op(1, True)
-FILEIDS = {"alpha": 11, "beta": 12, "ok": 21, "a/b": 22, "a": 31, "b": 32, "c": 33, "d": 34}
+FILEIDS = {"alpha": 11, "beta": 12, "ok": 21, "a/b": 22, "x\0y": 23,
+           "a": 31, "b": 32, "c": 33, "d": 34}
 LOOP = [("a", 1), ("b", 2), ("c", 3), ("d", 1)]  # after cookie k: the entries that follow
 
 
@@ -63,7 +66,8 @@ def listing(mode, cookie):
     if mode == "loop":
         i = {0: 0, 1: 1, 2: 2, 3: 3}.get(cookie, 1)
         return [LOOP[i], LOOP[i % 3 + 1]], False
-    names = {"good": ["alpha", "beta"], "slash": ["ok", "a/b"], "short": ["alpha", "beta"]}[mode]
+    names = {"good": ["alpha", "beta"], "short": ["alpha", "beta"], "slash": ["ok", "a/b"],
+             "nul": ["ok", "x\0y"]}[mode]
     entries = [(n, i + 1) for i, n in enumerate(names)]
     return [e for e in entries if e[1] > cookie], True
 
@@ -192,8 +196,8 @@ class Server(socketserver.ThreadingTCPServer):
 
 def main():
     global LOGF
-    if len(sys.argv) not in (4, 5) or sys.argv[3] not in ("good", "slash", "loop", "short"):
-        sys.exit("usage: badserver.py MOUNTPORT NFSPORT good|slash|loop|short [LOG]")
+    if len(sys.argv) not in (4, 5) or sys.argv[3] not in ("good", "slash", "loop", "short", "nul"):
+        sys.exit("usage: badserver.py MOUNTPORT NFSPORT good|slash|loop|short|nul [LOG]")
     STATE["mode"] = sys.argv[3]
     if len(sys.argv) == 5:
         LOGF = open(sys.argv[4], "a")
