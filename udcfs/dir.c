@@ -125,6 +125,19 @@ static int readdir_for(struct udcfs *fs, fuse_req_t req, fuse_ino_t dir, const u
 	return r;
 }
 
+/*
+ * A listing failed with `err` (a udc_readdir error). -ELOOP: the backend's cookies lead round in
+ * a cycle (a broken server). udcache kept none of the pages that close the cycle, but the pages
+ * before them hold cookies the cycle reused: an unknown change makes them all stale, so the
+ * next listing starts afresh. Called where the error ends the listing (not while a reader goes
+ * on: dropping the pages under it would also drop what lets udcache see the cycle).
+ */
+static void listing_failed(struct udcfs *fs, fuse_ino_t dir, int err)
+{
+	if (err == -ELOOP)
+		udc_dir_changed(fs->cache, dir, 0);
+}
+
 void dir_note_absent(struct udcfs *fs, fuse_req_t req, fuse_ino_t dir)
 {
 	uint32_t every = fs->list_after_misses;
@@ -145,6 +158,7 @@ void dir_note_absent(struct udcfs *fs, fuse_req_t req, fuse_ino_t dir)
 		cookie = ents[count - 1].cookie;
 	}
 	free(ents);
+	listing_failed(fs, dir, end);
 	/* Listed to the end: count afresh. Too big, or failed: wait LIST_BACKOFF times longer. */
 	atomic_store_explicit(&n->absent, end == 1 ? 0 : every - every * LIST_BACKOFF,
 			      memory_order_relaxed);
@@ -264,8 +278,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		size_t count = 0;
 		int end = readdir_for(fs, req, ino, &dh, cookie, ents, &count);
 		if (end < 0) {
-			if (r.used == 0)
+			if (r.used == 0) {
 				err = -end; /* else: the entries so far; the error comes on the next call */
+				listing_failed(fs, ino, end);
+			}
 			break;
 		}
 		for (size_t i = 0; i < count && !r.full; i++) {

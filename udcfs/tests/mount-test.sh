@@ -39,6 +39,8 @@
 #      server stopped: calls fail with EIO after timeo x (retrans + 1), udcfs stays up and
 #      serves again once the server is back; a mount of an unreachable server or a missing
 #      export fails with one line and exit 1, leaving no mount.
+#  11. garbage: a fake server (tests/badserver.py) lists a name with '/', a reply cut short, or
+#      cookies in a cycle: ls fails (EINVAL, EIO, ELOOP), udcfs stays up and keeps none of it.
 #   7. unmount: udcfs exits 0, prints its final statistics, and logged no forget that udcache
 #      refused (the lookup counts it replied with and the kernel's forgets balanced).
 #

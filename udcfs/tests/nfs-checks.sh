@@ -131,3 +131,79 @@ for bad in "nfs://127.0.0.1/no/such/export?version=3&nfsport=${UDCFS_NFS_PORT:-3
 	! grep -qs " $WORK/mnt2 " /proc/mounts || fail "faults: udcfs $bad left a mount behind"
 done
 say "faults: a stale directory dropped and found again; server down: stat failed with EIO after $took, udcfs stayed up and served again after the restart; bad export and unreachable server: exit 1 ($(elapsed "$t"))"
+
+# ---- 11. a server that sends garbage ----
+# tests/badserver.py, a fake NFSv3 server on loopback, lists its export's root as MODE says:
+# `good` (alpha, beta: the control), `slash` (a name with '/'), `loop` (READDIRPLUS cookies that
+# lead round a cycle, never eof), `short` (a reply cut in the middle of an entry). A bad listing
+# must be an error to ls, udcfs must stay up, and nothing from it may be kept: the name cache
+# stays empty (a loop's first page is well-formed: the kernel may look up its two names), and
+# after SIGUSR1 switches the server to `good`, with the root's attributes (so its verifier)
+# unchanged, a second ls must list alpha and beta, which it would not if udcfs had kept pages
+# of the bad listing.
+t=$(date +%s.%N)
+bad_report=
+i=0
+for mode in good slash loop short; do
+	mport=$((32150 + 2 * i)) nport=$((32151 + 2 * i)) i=$((i + 1))
+	bmnt=$WORK/bad.$mode blog=$WORK/bad.$mode.log slog=$WORK/badserver.$mode.log
+	mkdir "$bmnt"
+	python3 "$HERE/badserver.py" "$mport" "$nport" "$mode" "$slog" 2>>"$slog" &
+	bs_pid=$!
+	MIX_PIDS+=("$bs_pid") # the trap kills it
+	for _ in $(seq 50); do
+		grep -qs '^listening:' "$slog" && break
+		kill -0 "$bs_pid" 2>/dev/null || fail "garbage: badserver.py $mode did not start: $(cat "$slog")"
+		sleep 0.1
+	done
+	"$UDCFS" -f -o stats,timeo=10,retrans=1 \
+		"nfs://127.0.0.1/export?version=3&nfsport=$nport&mountport=$mport" "$bmnt" 2>"$blog" &
+	bu_pid=$!
+	MIX_PIDS+=("$bu_pid") # the trap's SIGTERM makes it unmount
+	for _ in $(seq 100); do
+		grep -qs " $bmnt fuse" /proc/mounts && break
+		kill -0 "$bu_pid" 2>/dev/null || fail "garbage: udcfs did not mount badserver.py $mode: $(cat "$blog")"
+		sleep 0.05
+	done
+	grep -qs " $bmnt fuse" /proc/mounts || fail "garbage: udcfs did not mount badserver.py $mode within 5 s"
+	rc=0
+	out=$(timeout 10 ls "$bmnt" 2>&1) || rc=$?
+	[ "$rc" != 124 ] || fail "garbage: ls of the $mode listing hung (10 s)"
+	kill -0 "$bu_pid" 2>/dev/null || fail "garbage: udcfs died on the $mode listing: $(tail -5 "$blog")"
+	if [ "$mode" = good ]; then
+		[ "$rc" = 0 ] && [ "$(echo $out)" = "alpha beta" ] || fail "garbage: ls of the good listing: $out (exit $rc)"
+	else
+		[ "$rc" != 0 ] || fail "garbage: ls of the $mode listing succeeded: $out"
+		case $out in
+		*'Input/output error'*) err=EIO ;;
+		*'Invalid argument'*) err=EINVAL ;;
+		*'Too many levels of symbolic links'*) err=ELOOP ;;
+		*) fail "garbage: ls of the $mode listing failed with an unexpected error: $out" ;;
+		esac
+		n=$(grep -c '^udcfs-stats:' "$blog" || true)
+		kill -USR1 "$bu_pid"
+		for _ in $(seq 100); do
+			[ "$(grep -c '^udcfs-stats:' "$blog" || true)" -gt "$n" ] && break
+			sleep 0.02
+		done
+		dentries=$(field "$(grep '^udcfs-stats:' "$blog" | tail -1)" nr_dentry)
+		[ "$dentries" -le "$([ "$mode" = loop ] && echo 2 || echo 0)" ] ||
+			fail "garbage: after the $mode listing udcfs caches $dentries names"
+		kill -USR1 "$bs_pid" # the server now lists alpha and beta, under the same attributes
+		for _ in $(seq 50); do
+			grep -qs '^mode good' "$slog" && break
+			sleep 0.1
+		done
+		out2=$(timeout 10 ls "$bmnt" 2>&1) ||
+			fail "garbage: ls after the server's $mode listing turned good: $out2"
+		[ "$(echo $out2)" = "alpha beta" ] ||
+			fail "garbage: after the server's $mode listing turned good, ls lists: $(echo $out2) (pages of the $mode listing were kept)"
+		bad_report="$bad_report $mode: $err, $dentries names cached;"
+	fi
+	fusermount3 -u "$bmnt" || fusermount3 -u -z "$bmnt"
+	wait "$bu_pid" || fail "garbage: udcfs on the $mode server exited $?: $(tail -5 "$blog")"
+	kill "$bs_pid"
+	wait "$bs_pid" || true
+	MIX_PIDS=()
+done
+say "garbage (a fake server, tests/badserver.py): good: ls lists alpha beta;$bad_report udcfs stayed up, and once the server listed alpha beta again, so did ls ($(elapsed "$t"))"
