@@ -5,11 +5,13 @@
  *
  * Rules
  *
- * - A fixed table of PLUS_SLOTS slots, each holding at most one entry: (directory nodeid,
- *   name) -> (handle, attributes, when it was read, the directory's change attribute in that
- *   reply).
- *   A new entry replaces whatever its slot held, so the table stays bounded whatever is listed.
- *   Each slot is protected by its stripe of `locks`.
+ * - A fixed table of PLUS_SETS sets of PLUS_WAYS slots, each slot holding at most one entry:
+ *   (directory nodeid, name) -> (handle, attributes, when it was read, the directory's change
+ *   attribute in that reply). An entry goes to the set its (directory, name) hashes to, into a
+ *   free slot or else over the oldest entry of the set, so the table stays bounded whatever is
+ *   listed, and a listing of a few hundred names keeps them all (a name is lost only when more
+ *   than PLUS_WAYS of the names kept hash to one set). Each set is protected by its stripe of
+ *   `locks`.
  * - plus_take hands an entry to a lookup, and removes it, only if it is for that directory and
  *   name, was read less than acdirmin ago, and the directory's change attribute is still the
  *   one the reply carried (nfs_attr.c's n->change: any change since, udcfs's own or another
@@ -22,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { PLUS_SLOTS = 16384, PLUS_LOCKS = 64 };
+enum { PLUS_SETS = 4096, PLUS_WAYS = 4, PLUS_LOCKS = 64 };
 
 struct plus_entry {
 	uint64_t dir, change, when_ns;
@@ -34,7 +36,7 @@ struct plus_entry {
 
 struct plus_table {
 	pthread_mutex_t locks[PLUS_LOCKS];
-	struct plus_entry *slots[PLUS_SLOTS];
+	struct plus_entry *slots[PLUS_SETS][PLUS_WAYS];
 };
 
 static uint64_t now_ns(void)
@@ -44,12 +46,17 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static size_t slot_of(uint64_t dir, const char *name, size_t len)
+static size_t set_of(uint64_t dir, const char *name, size_t len)
 {
 	uint64_t h = mix64(dir);
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
-	return (size_t)(mix64(h) % PLUS_SLOTS);
+	return (size_t)(mix64(h) % PLUS_SETS);
+}
+
+static int is_for(const struct plus_entry *e, uint64_t dir, const char *name, size_t len)
+{
+	return e && e->dir == dir && e->len == len && memcmp(e->name, name, len) == 0;
 }
 
 int plus_init(struct nfs_state *s)
@@ -66,8 +73,9 @@ void plus_destroy(struct nfs_state *s)
 {
 	if (!s->plus)
 		return;
-	for (int i = 0; i < PLUS_SLOTS; i++)
-		free(s->plus->slots[i]);
+	for (int i = 0; i < PLUS_SETS; i++)
+		for (int w = 0; w < PLUS_WAYS; w++)
+			free(s->plus->slots[i][w]);
 	free(s->plus);
 	s->plus = NULL;
 }
@@ -86,11 +94,21 @@ void plus_keep(struct nfs_state *s, uint64_t dir, uint64_t change, const char *n
 	e->h.fh.len = fh->data.data_len;
 	memcpy(e->h.fh.data, fh->data.data_val, fh->data.data_len);
 	memcpy(e->name, name, len + 1);
-	size_t i = slot_of(dir, name, len);
+	size_t i = set_of(dir, name, len);
+	struct plus_entry **set = s->plus->slots[i];
 	pthread_mutex_t *lock = &s->plus->locks[i % PLUS_LOCKS];
+	int victim = 0;
 	pthread_mutex_lock(lock);
-	struct plus_entry *old = s->plus->slots[i];
-	s->plus->slots[i] = e;
+	for (int w = 0; w < PLUS_WAYS; w++) {
+		if (!set[w] || is_for(set[w], dir, name, len)) {
+			victim = w; /* free, or the same name read again */
+			break;
+		}
+		if (set[w]->when_ns < set[victim]->when_ns)
+			victim = w;
+	}
+	struct plus_entry *old = set[victim];
+	set[victim] = e;
 	pthread_mutex_unlock(lock);
 	free(old);
 }
@@ -98,16 +116,18 @@ void plus_keep(struct nfs_state *s, uint64_t dir, uint64_t change, const char *n
 int plus_take(struct nfs_state *s, uint64_t dir, uint64_t change, const char *name,
 	      struct bobj *out)
 {
-	size_t len = strlen(name), i = slot_of(dir, name, len);
+	size_t len = strlen(name), i = set_of(dir, name, len);
+	struct plus_entry **set = s->plus->slots[i];
 	pthread_mutex_t *lock = &s->plus->locks[i % PLUS_LOCKS];
-	struct plus_entry *e;
+	struct plus_entry *e = NULL;
 
 	pthread_mutex_lock(lock);
-	e = s->plus->slots[i];
-	if (e && e->dir == dir && e->len == len && memcmp(e->name, name, len) == 0)
-		s->plus->slots[i] = NULL;
-	else
-		e = NULL;
+	for (int w = 0; w < PLUS_WAYS && !e; w++) {
+		if (is_for(set[w], dir, name, len)) {
+			e = set[w];
+			set[w] = NULL;
+		}
+	}
 	pthread_mutex_unlock(lock);
 	if (!e)
 		return 0;

@@ -66,7 +66,9 @@ r0=$(stats >/dev/null; nfs_stats)
 r1=$(stats >/dev/null; nfs_stats)
 cold_lookups=$(($(field "$r1" LOOKUP) - $(field "$r0" LOOKUP)))
 cold_plus=$(($(field "$r1" READDIRPLUS) - $(field "$r0" READDIRPLUS)))
-[ "$cold_lookups" -le 1 ] || fail "coherence: ls -l of 100 files listed by READDIRPLUS made $cold_lookups LOOKUPs"
+# (A few may still be asked: an entry is kept for acdirmin, 1 s here, and a loaded machine may
+# take longer between the listing and a lookup.)
+[ "$cold_lookups" -le 5 ] || fail "coherence: ls -l of 100 files listed by READDIRPLUS made $cold_lookups LOOKUPs"
 say "coherence: creates, removals, renames, chmods and mkdirs by a second NFS client seen within $SETTLE s (and a chmod at once after an open); a repeated ls -l and stat made $warm RPCs; a cold ls -l of 100 files made $cold_plus READDIRPLUS and $cold_lookups LOOKUP ($(elapsed "$t"))"
 rm -rf "$MNT/co"
 
