@@ -29,6 +29,11 @@
  *   every acdirmin, or at their next use after a foreign change, by a LOOKUP compared by file
  *   id. lookupcache=positive keeps no negatives; none asks the server at every lookup.
  * - Close-to-open: every open fetches the file's attributes (nfs.c).
+ * - Memory order. n->change and n->foreign are read and changed with C11's default (sequentially
+ *   consistent) atomics: no other data is published through them, and what a reader does with a
+ *   value that another thread moves at the same time is at worst a needless revalidation or
+ *   invalidation (a change judged foreign, an entry of nfs_plus.c not taken). n->attr_timeo is
+ *   relaxed: a timeout that a racing refresh overwrites is still one the rules allow.
  */
 #include "nfs.h"
 

@@ -20,8 +20,9 @@
  *   dir.c     the readdir callback, the FUSE directory operations, listing on misses;
  *   reaper.c  keeps the nodes under a bound by asking the kernel to forget;
  *   local.c   the local-directory backend (O_PATH fds, the caller's credentials per thread);
- *   nfs.c     the NFSv3 backend's operations; nfs_rpc.c its connections and calls;
- *   nfs_attr.c the NFS client's cache rules (attribute timeouts, change attributes, wcc);
+ *   nfs.c     the NFSv3 backend's operations (nfs.h: its shared state); nfs_rpc.c its
+ *             connections and calls; nfs_attr.c the NFS client's cache rules (attribute
+ *             timeouts, change attributes, wcc); nfs_plus.c what READDIRPLUS said of entries;
  *   main.c    options, mount, the session loop and the statistics.
  *
  * Nodeids. A nodeid is (generation << 32 | slot + 2): the slot of the node in a slab that never
