@@ -20,7 +20,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-enum { KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS, KEY_NOAC };
+enum { KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS, KEY_NOAC, KEY_NOCACHE };
 
 #define OPT(templ, field) { templ, offsetof(struct options, field), 1 }
 
@@ -49,6 +49,7 @@ static const struct fuse_opt udcfs_opts[] = {
 	OPT("attr_timeout=", attr_timeout_set),
 	OPT("entry_timeout=", entry_timeout_set),
 	FUSE_OPT_KEY("noac", KEY_NOAC),
+	FUSE_OPT_KEY("nocache", KEY_NOCACHE),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
 	FUSE_OPT_END,
@@ -84,6 +85,9 @@ static void usage(const char *prog)
 	       "    -o acdirmin=S,acdirmax=S  ... of directories (default 30, 60)\n"
 	       "    -o actimeo=S           all four at once\n"
 	       "    -o noac                no attribute caching (actimeo=0)\n"
+	       "    -o nocache             udcache answers nothing: every lookup a LOOKUP, every\n"
+	       "                           getattr a GETATTR, every listing read afresh\n"
+	       "                           (lookupcache=none,noac; for comparisons)\n"
 	       "    -o lookupcache=MODE    all (default), positive (no negative entries kept),\n"
 	       "                           none (every lookup asks the server)\n"
 	       "    -o connections=N       NFS connections, each one call in flight (default 8)\n"
@@ -109,6 +113,9 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		return 1;
 	case KEY_NOAC:
 		o->noac = 1;
+		return 0;
+	case KEY_NOCACHE:
+		o->nocache = 1;
 		return 0;
 	case FUSE_OPT_KEY_NONOPT:
 		if (!o->source) {
@@ -359,6 +366,11 @@ int main(int argc, char *argv[])
 		goto out_args;
 	}
 	fs.be = strncmp(o.source, "nfs://", 6) == 0 ? &nfs_backend : &local_backend;
+	if (o.nocache && fs.be != &nfs_backend) {
+		fprintf(stderr, "udcfs: -o nocache: an option of an NFS SOURCE\n");
+		ret = 2;
+		goto out_args;
+	}
 	if (fs.be == &nfs_backend && !o.attr_timeout_set)
 		o.attr_timeout = 0; /* udcache keeps NFS attributes by nfs(5)'s rules */
 	fs.attr_timeout = o.attr_timeout;

@@ -277,6 +277,7 @@ static int nb_make(struct udcfs *fs, fuse_req_t req, struct node *dir, const cha
 	struct made_out o = { 0 };
 	int r;
 
+	plus_forget(s, node_ino(fs, dir), name);
 	switch (m->kind) {
 	case MAKE_FILE: {
 		CREATE3args args = { .where = where };
@@ -373,6 +374,8 @@ static int nb_link(struct udcfs *fs, fuse_req_t req, struct node *n, struct node
 	LINK3args args = { .file = fh_of(n),
 			   .link = { .dir = fh_of(newdir), .name = (char *)newname } };
 	struct link_out o = { 0 };
+
+	plus_forget(nfs_of(fs), node_ino(fs, newdir), newname);
 	int r = nfs_call(nfs_of(fs), req, NFSPROC3_LINK, &args, take_link, &o);
 
 	nfs_apply_wcc(fs, newdir, &o.dir);
@@ -401,6 +404,7 @@ static int nb_remove(struct udcfs *fs, fuse_req_t req, struct node *dir, const c
 	struct nfs_wcc w = { 0 };
 	int r;
 
+	plus_forget(nfs_of(fs), node_ino(fs, dir), name);
 	if (is_dir) {
 		RMDIR3args args = { .object = what };
 		r = nfs_call(nfs_of(fs), req, NFSPROC3_RMDIR, &args, take_rmdir, &w);
@@ -439,6 +443,8 @@ static int nb_rename(struct udcfs *fs, fuse_req_t req, struct node *dir, const c
 
 	if (flags & RENAME_EXCHANGE)
 		return -EINVAL;
+	plus_forget(nfs_of(fs), node_ino(fs, dir), name);
+	plus_forget(nfs_of(fs), node_ino(fs, newdir), newname);
 	if (flags & RENAME_NOREPLACE) {
 		int r = nb_lookup(fs, req, newdir, newname, &target);
 		if (r == 0)
@@ -765,10 +771,10 @@ static int nb_access(struct udcfs *fs, fuse_req_t req, struct node *n, int mask)
 
 static int nb_opendir(struct udcfs *fs, fuse_req_t req, struct node *n, uint64_t *dh)
 {
-	(void)fs;
 	(void)req;
-	(void)n;
 	*dh = 0; /* the listing state lives in udcache's readdir cache */
+	if (nfs_of(fs)->nocache)
+		udc_dir_changed(fs->cache, node_ino(fs, n), 0); /* its pages are stale: read anew */
 	return 0;
 }
 
@@ -944,6 +950,11 @@ static uint64_t nb_dotdot_ino(struct udcfs *fs, struct node *dir, const uint64_t
 	return atomic_load_explicit(&dir->bino, memory_order_relaxed);
 }
 
+static int nb_same(const union bhandle *a, const union bhandle *b)
+{
+	return a->fh.len == b->fh.len && memcmp(a->fh.data, b->fh.data, a->fh.len) == 0;
+}
+
 static void nb_drop(struct udcfs *fs, union bhandle *h)
 {
 	(void)fs;
@@ -1001,7 +1012,7 @@ static int nb_init(struct udcfs *fs, const struct options *o, udc_config *cfg)
 	s->acdirmax = secs(o->acdirmax);
 	if (o->actimeo_set)
 		s->acregmin = s->acregmax = s->acdirmin = s->acdirmax = secs(o->actimeo);
-	if (o->noac)
+	if (o->noac || o->nocache)
 		s->acregmin = s->acregmax = s->acdirmin = s->acdirmax = 0;
 	if (s->acregmin > s->acregmax || s->acdirmin > s->acdirmax) {
 		fprintf(stderr, "udcfs: -o acregmin/acdirmin above acregmax/acdirmax\n");
@@ -1016,6 +1027,13 @@ static int nb_init(struct udcfs *fs, const struct options *o, udc_config *cfg)
 		fprintf(stderr, "udcfs: -o lookupcache: all, positive or none, not '%s'\n",
 			o->lookupcache);
 		return -1;
+	}
+	if (o->nocache) {
+		/* A client without a cache, for comparisons: lookupcache=none and noac, no listing
+		 * read on misses, and every opendir reads the listing afresh (nb_opendir). */
+		s->lookupcache = LOOKUPCACHE_NONE;
+		s->nocache = 1;
+		fs->list_after_misses = 0;
 	}
 	s->call_timeout_ms = (uint64_t)o->timeo * 100 * (o->retrans + 1);
 	int r = plus_init(s) == 0 ? nfs_connect_all(s, o->source, o->connections) : -ENOMEM;
@@ -1077,6 +1095,7 @@ const struct backend nfs_backend = {
 	.releasedir = nb_releasedir,
 	.fill = nb_fill,
 	.dotdot_ino = nb_dotdot_ino,
+	.same = nb_same,
 	.drop = nb_drop,
 	.revalidate = nfs_revalidate,
 	.stats = nb_stats,

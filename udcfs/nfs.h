@@ -51,6 +51,7 @@ struct nfs_state {
 	uint64_t call_timeout_ms; /* timeo x (retrans + 1) */
 	uint64_t acregmin, acregmax, acdirmin, acdirmax; /* ns */
 	enum lookupcache lookupcache;
+	int nocache; /* -o nocache: listings are read afresh at every opendir too */
 	uint32_t rsize, wsize;
 	_Atomic int no_plus; /* the server refused READDIRPLUS: READDIR */
 	struct plus_table *plus; /* nfs_plus.c */
@@ -86,6 +87,8 @@ void plus_destroy(struct nfs_state *s);
 /* Keeps what a READDIRPLUS of directory `dir` (change attribute `change`) said of `name`. */
 void plus_keep(struct nfs_state *s, uint64_t dir, uint64_t change, const char *name,
 	       const nfs_fh3 *fh, const fattr3 *a);
+/* Drops what a listing of `dir` said of `name` (udcfs is changing that name). */
+void plus_forget(struct nfs_state *s, uint64_t dir, const char *name);
 /* 1 and *out if a fresh listing of `dir` answered `name` (its handle is then the caller's). */
 int plus_take(struct nfs_state *s, uint64_t dir, uint64_t change, const char *name,
 	      struct bobj *out);

@@ -27,7 +27,7 @@
  *   than the attribute timeout allows, and names are judged against it: negatives are trusted
  *   only while no foreign change came after them; positives are revalidated (nfs_revalidate)
  *   every acdirmin, or at their next use after a foreign change, by a LOOKUP compared by file
- *   id. lookupcache=positive keeps no negatives; none asks the server at every lookup.
+ *   handle. lookupcache=positive keeps no negatives; none asks the server at every lookup.
  * - Close-to-open: every open fetches the file's attributes (nfs.c).
  * - Memory order. n->change and n->foreign are read and changed with C11's default (sequentially
  *   consistent) atomics: no other data is published through them, and what a reader does with a
@@ -234,8 +234,8 @@ int nfs_revalidate(void *ctx, uint64_t parent, const char *name, size_t len,
 	if (fs->be->lookup(fs, NULL, node_of(fs, parent), cname, &o) < 0)
 		return UDC_REVAL_INVALID;
 	fs->be->drop(fs, &o.h);
-	struct node *n = node_of(fs, cached->entry.ino);
-	if ((uint64_t)o.st.st_ino != atomic_load_explicit(&n->bino, memory_order_relaxed))
+	/* The same object: the same handle (a file id alone may have been reused). */
+	if (!fs->be->same(&node_of(fs, cached->entry.ino)->h, &o.h))
 		return UDC_REVAL_INVALID;
 	*ttl_ns = s->lookupcache == LOOKUPCACHE_NONE ? 0 : s->acdirmin;
 	return UDC_REVAL_VALID;

@@ -17,6 +17,9 @@
  *   one the reply carried (nfs_attr.c's n->change: any change since, udcfs's own or another
  *   client's, moves it): what the lookup then files in udcache answers from there on.
  *   Anything else is a miss, and the lookup asks the server.
+ * - A change udcfs makes to a name (create, remove, rename, link) forgets that name's entry
+ *   first (plus_forget), whatever the change attribute says: a reply of a listing in flight
+ *   during the change may carry the directory's attributes from before it.
  */
 #include "nfs.h"
 
@@ -111,6 +114,23 @@ void plus_keep(struct nfs_state *s, uint64_t dir, uint64_t change, const char *n
 	set[victim] = e;
 	pthread_mutex_unlock(lock);
 	free(old);
+}
+
+void plus_forget(struct nfs_state *s, uint64_t dir, const char *name)
+{
+	size_t len = strlen(name), i = set_of(dir, name, len);
+	struct plus_entry **set = s->plus->slots[i], *e = NULL;
+	pthread_mutex_t *lock = &s->plus->locks[i % PLUS_LOCKS];
+
+	pthread_mutex_lock(lock);
+	for (int w = 0; w < PLUS_WAYS && !e; w++) {
+		if (is_for(set[w], dir, name, len)) {
+			e = set[w];
+			set[w] = NULL;
+		}
+	}
+	pthread_mutex_unlock(lock);
+	free(e);
 }
 
 int plus_take(struct nfs_state *s, uint64_t dir, uint64_t change, const char *name,

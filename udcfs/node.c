@@ -12,8 +12,9 @@
  * - udcache is the authority on which nodes the kernel holds: a node is "cached" while udcache's
  *   inode table has its nodeid (udc_getattr does not answer -ESTALE), that is from the udc_add
  *   (or udc_resolve) that first names it until a udc_forget takes its lookup count to zero.
- * - The identity index maps (backing dev, backing ino) -- for NFS (fsid, fileid) -- to the
- *   node, so a backing inode has one
+ * - The identity index maps (backing dev, backing ino) -- for NFS (fsid, fileid), and the file
+ *   handle, since a server reuses a removed file's number (be->same) -- to the node, so a
+ *   backing inode has one
  *   node however many names (hard links) reach it. Its chains, and each node's `pending` count,
  *   are protected by the bucket lock of the node's identity (bucket_locks, striped).
  * - A node is freed exactly when it is neither cached nor pending, decided under its bucket lock.
@@ -202,7 +203,8 @@ static int node_get(struct udcfs *fs, struct bobj *o, fuse_ino_t parent, const c
 	for (uint32_t s = t->buckets[b]; s; s = n->next) {
 		n = slot_ptr(t, s - 1);
 		if (atomic_load_explicit(&n->dev, memory_order_relaxed) == dev &&
-		    atomic_load_explicit(&n->bino, memory_order_relaxed) == bino) {
+		    atomic_load_explicit(&n->bino, memory_order_relaxed) == bino &&
+		    (!fs->be->same || fs->be->same(&n->h, &o->h))) {
 			n->pending++;
 			atomic_store_explicit(&n->referenced, 1, memory_order_relaxed);
 			pthread_mutex_unlock(lock);
@@ -499,14 +501,18 @@ static void stat_of_attr(const udc_attr *a, struct stat *st)
 }
 
 /*
- * Caches `st`, read after attr_ver was `ver`. If a change bumped attr_ver meanwhile, the entry is
- * expired again: a change bumps attr_ver and then expires (attr_stale), so whichever of the two
- * orders the threads run in, a stale snapshot is never left valid (all SeqCst).
+ * Caches `st`, read after attr_ver was `ver`. A snapshot read before a change that has bumped
+ * attr_ver already is not filed (nor shown to the backend's attr_ttl, whose view of the node it
+ * would move back). If a change bumps attr_ver while it is filed, the entry is expired again: a
+ * change bumps attr_ver and then expires (attr_stale) or files its own attributes, so whichever
+ * of the orders the threads run in, a stale snapshot is never left valid (all SeqCst).
  */
 void attr_cache(struct udcfs *fs, fuse_ino_t ino, const struct stat *st, uint32_t ver)
 {
 	struct node *n = node_of(fs, ino);
 	udc_attr a;
+	if (atomic_load(&n->attr_ver) != ver)
+		return;
 	attr_of_stat(st, &a);
 	udc_setattr(fs->cache, ino, &a,
 		    fs->be->attr_ttl ? fs->be->attr_ttl(fs, ino, n, st) : fs->attr_valid_ns);

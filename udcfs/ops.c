@@ -157,6 +157,8 @@ static int make_node(fuse_req_t req, fuse_ino_t parent, const char *name, struct
 			fs->be->release(fs, node_of(fs, parent), m->fh);
 	} else if (r == -EEXIST) {
 		udc_invalidate(fs->cache, parent, name, strlen(name)); /* udcache may think not */
+	} else if (r == -ESTALE) {
+		node_stale(fs, parent);
 	}
 	name_unlock(&l);
 	return r;
@@ -230,6 +232,8 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 			r = fs_entry(fs, req, ino, NULL, &e);
 	} else if (r == -EEXIST) {
 		udc_invalidate(fs->cache, newparent, newname, strlen(newname));
+	} else if (r == -ESTALE) {
+		node_stale(fs, newparent);
 	}
 	name_unlock(&l);
 	if (r < 0)
@@ -259,6 +263,8 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 			attr_stale(fs, victim.ino);
 	} else if (r == -ENOENT) {
 		udc_invalidate(fs->cache, parent, name, len);
+	} else if (r == -ESTALE) {
+		node_stale(fs, parent);
 	}
 	name_unlock(&l);
 	fuse_reply_err(req, -r);
@@ -311,6 +317,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	} else if (r == -ENOENT || r == -EEXIST) {
 		udc_invalidate(fs->cache, parent, name, len);
 		udc_invalidate(fs->cache, newparent, newname, newlen);
+	} else if (r == -ESTALE) {
+		node_stale(fs, parent);
+		node_stale(fs, newparent);
 	}
 	name_unlock(&l);
 	fuse_reply_err(req, -r);

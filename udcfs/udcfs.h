@@ -127,7 +127,7 @@ struct options {
 	int attr_timeout_set, entry_timeout_set;
 	/* nfs */
 	unsigned acregmin, acregmax, acdirmin, acdirmax, actimeo;
-	int actimeo_set, noac;
+	int actimeo_set, noac, nocache;
 	char *lookupcache;
 	unsigned connections, timeo, retrans;
 };
@@ -227,6 +227,9 @@ struct backend {
 		    uint64_t cookie, size_t max, udc_fill *fill);
 	/* The inode number readdir shows for ".." of `dir`. */
 	uint64_t (*dotdot_ino)(struct udcfs *fs, struct node *dir, const uint64_t *dh);
+	/* Whether two handles of one identity (dev, ino) are the same object (NULL: always).
+	 * An NFS server reuses a removed file's number for a new file, under another handle. */
+	int (*same)(const union bhandle *a, const union bhandle *b);
 	/* Frees a handle no node holds any more. */
 	void (*drop)(struct udcfs *fs, union bhandle *h);
 	/* The udcache callbacks beyond lookup and readdir (NULL: none). */

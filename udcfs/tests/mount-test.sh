@@ -476,4 +476,5 @@ final=$(grep '^udcfs-stats: when=unmount' "$LOG") || fail "udcfs printed no stat
 # udcfs logs a forget udcache refused (more than it counted): lookup counts out of balance
 ! grep -q '^udcfs: forget(' "$LOG" || fail "lookup counts out of balance: $(grep -m1 '^udcfs: forget(' "$LOG")"
 say "unmounted; final: $(sed 's/^udcfs-stats: when=unmount //' <<<"$final" | cut -d' ' -f1-12)"
+[ "$BACKEND" = local ] || say "RPCs: $(grep '^udcfs-nfs: when=unmount' "$LOG" | sed 's/^udcfs-nfs: when=unmount //')"
 say "all passed ($(elapsed "$T0"))"

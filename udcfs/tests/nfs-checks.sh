@@ -50,15 +50,24 @@ OTHER mkdir co/d
 within "a directory made by the other client" test -d "$MNT/co/d"
 # Within the attribute time, udcache answers: no RPC for names and attributes just seen. (A
 # second udcfs at the default times, 30 s and more, so that a slow machine stays within them.)
+# With -o nocache it answers nothing: the same ls -l and stat ask the server again.
 mkdir "$WORK/mnt3"
-"$UDCFS" -f -o stats "$URL" "$WORK/mnt3" 2>"$WORK/udcfs3.log" &
-u3=$!
-MIX_PIDS+=("$u3") # the trap's SIGTERM makes it unmount
-for _ in $(seq 100); do
-	grep -qs " $WORK/mnt3 fuse" /proc/mounts && break
-	sleep 0.05
-done
-rpcs3() { # the second udcfs's RPC count so far
+# mount3 OPTS: mounts a second udcfs on $WORK/mnt3 (its pid $u3, its log $WORK/udcfs3.log)
+mount3() {
+	"$UDCFS" -f -o "stats$1" "$URL" "$WORK/mnt3" 2>"$WORK/udcfs3.log" &
+	u3=$!
+	MIX_PIDS+=("$u3") # the trap's SIGTERM makes it unmount
+	for _ in $(seq 100); do
+		grep -qs " $WORK/mnt3 fuse" /proc/mounts && break
+		sleep 0.05
+	done
+}
+umount3() {
+	fusermount3 -u "$WORK/mnt3"
+	wait "$u3" || fail "coherence: the second udcfs exited $?"
+	MIX_PIDS=()
+}
+rpcs3() { # rpcs3 OP: the second udcfs's count of OP RPCs so far (rpcs: all)
 	local n
 	n=$(grep -c '^udcfs-nfs:' "$WORK/udcfs3.log" || true)
 	kill -USR1 "$u3"
@@ -66,18 +75,25 @@ rpcs3() { # the second udcfs's RPC count so far
 		[ "$(grep -c '^udcfs-nfs:' "$WORK/udcfs3.log" || true)" -gt "$n" ] && break
 		sleep 0.02
 	done
-	field "$(grep '^udcfs-nfs:' "$WORK/udcfs3.log" | tail -1)" rpcs
+	field "$(grep '^udcfs-nfs:' "$WORK/udcfs3.log" | tail -1)" "$1"
 }
-ls -l "$WORK/mnt3/co" >/dev/null
-r0=$(rpcs3)
-ls -l "$WORK/mnt3/co" >/dev/null
-stat "$WORK/mnt3/co/file" "$WORK/mnt3/co/r2" >/dev/null
-r1=$(rpcs3)
-warm=$((r1 - r0))
-fusermount3 -u "$WORK/mnt3"
-wait "$u3" || fail "coherence: the second udcfs exited $?"
-MIX_PIDS=()
+again3() { # the RPCs a second ls -l and stat make: "all LOOKUP GETATTR"
+	ls -l "$WORK/mnt3/co" >/dev/null
+	local a=$(rpcs3 rpcs) l=$(rpcs3 LOOKUP) g=$(rpcs3 GETATTR)
+	ls -l "$WORK/mnt3/co" >/dev/null
+	stat "$WORK/mnt3/co/file" "$WORK/mnt3/co/r2" >/dev/null
+	echo "$(($(rpcs3 rpcs) - a)) $(($(rpcs3 LOOKUP) - l)) $(($(rpcs3 GETATTR) - g))"
+}
+mount3 ""
+read -r warm _ _ <<<"$(again3)"
+umount3
 [ "$warm" = 0 ] || fail "coherence: a repeated ls -l within acdirmin made $warm RPCs"
+mount3 ",nocache"
+read -r cold3 lookups3 getattrs3 <<<"$(again3)"
+umount3
+n=$(ls "$SRC/co" | wc -l)
+[ "$lookups3" -ge "$n" ] && [ "$getattrs3" -ge "$n" ] ||
+	fail "coherence: with -o nocache a repeated ls -l of $n names made $lookups3 LOOKUPs and $getattrs3 GETATTRs"
 # A directory udcfs never saw, listed with ls -l: READDIRPLUS answers the names and their
 # attributes, so no LOOKUP (nor GETATTR) follows.
 OTHER mkdir co/cold
@@ -91,7 +107,7 @@ cold_plus=$(($(field "$r1" READDIRPLUS) - $(field "$r0" READDIRPLUS)))
 # (A few may still be asked: an entry is kept for acdirmin, 1 s here, and a loaded machine may
 # take longer between the listing and a lookup.)
 [ "$cold_lookups" -le 5 ] || fail "coherence: ls -l of 100 files listed by READDIRPLUS made $cold_lookups LOOKUPs"
-say "coherence: creates, removals, renames, chmods and mkdirs by a second NFS client seen within $SETTLE s (and a chmod at once after an open); a repeated ls -l and stat made $warm RPCs; a cold ls -l of 100 files made $cold_plus READDIRPLUS and $cold_lookups LOOKUP ($(elapsed "$t"))"
+say "coherence: creates, removals, renames, chmods and mkdirs by a second NFS client seen within $SETTLE s (and a chmod at once after an open); a repeated ls -l and stat made $warm RPCs ($cold3 with -o nocache); a cold ls -l of 100 files made $cold_plus READDIRPLUS and $cold_lookups LOOKUP ($(elapsed "$t"))"
 rm -rf "$MNT/co"
 
 # ---- 9. stress: this mount and the other client change one directory at once ----
