@@ -116,7 +116,8 @@ void plus_keep(struct nfs_state *s, uint64_t dir, uint64_t change, const char *n
 	free(old);
 }
 
-void plus_forget(struct nfs_state *s, uint64_t dir, const char *name)
+/* Takes the entry of (dir, name) out of the table: it, or NULL. */
+static struct plus_entry *plus_remove(struct nfs_state *s, uint64_t dir, const char *name)
 {
 	size_t len = strlen(name), i = set_of(dir, name, len);
 	struct plus_entry **set = s->plus->slots[i], *e = NULL;
@@ -130,25 +131,19 @@ void plus_forget(struct nfs_state *s, uint64_t dir, const char *name)
 		}
 	}
 	pthread_mutex_unlock(lock);
-	free(e);
+	return e;
+}
+
+void plus_forget(struct nfs_state *s, uint64_t dir, const char *name)
+{
+	free(plus_remove(s, dir, name));
 }
 
 int plus_take(struct nfs_state *s, uint64_t dir, uint64_t change, const char *name,
 	      struct bobj *out)
 {
-	size_t len = strlen(name), i = set_of(dir, name, len);
-	struct plus_entry **set = s->plus->slots[i];
-	pthread_mutex_t *lock = &s->plus->locks[i % PLUS_LOCKS];
-	struct plus_entry *e = NULL;
+	struct plus_entry *e = plus_remove(s, dir, name);
 
-	pthread_mutex_lock(lock);
-	for (int w = 0; w < PLUS_WAYS && !e; w++) {
-		if (is_for(set[w], dir, name, len)) {
-			e = set[w];
-			set[w] = NULL;
-		}
-	}
-	pthread_mutex_unlock(lock);
 	if (!e)
 		return 0;
 	int fresh = e->change == change && now_ns() - e->when_ns < s->acdirmin;

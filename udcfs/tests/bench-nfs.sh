@@ -51,6 +51,8 @@ mkdir -p "$OUT"
 (cd "$ROOT" && cargo build --release --quiet -p udcache-ffi)
 make -s -C "$HERE/.." all
 make -s -C "$ROOT/c-tests" build/dcache_stress
+# shellcheck source=stats.sh
+. "$HERE/stats.sh"
 UDCFS=$HERE/../udcfs
 NFSCTL=$HERE/nfsctl
 FSTOOL=$HERE/fstool
@@ -59,7 +61,7 @@ DCACHE_STRESS=$ROOT/c-tests/build/dcache_stress
 WORK=$(mktemp -d /tmp/bench-nfs-work.XXXXXX)
 EXPORT=$WORK/export MNT=$WORK/mnt STATE=$WORK/ganesha
 mkdir "$EXPORT" "$MNT" "$STATE" "$WORK/build"
-PID= CHURN=
+PID= CHURN= VARIANT=
 cleanup() {
 	set +e
 	[ -n "$CHURN" ] && kill "$CHURN" 2>/dev/null && wait "$CHURN"
@@ -77,6 +79,7 @@ echo "bench-nfs: nfs-ganesha at $URL; results in $OUT"
 # mount VARIANT: a fresh udcfs of that variant on $MNT (its log $WORK/udcfs.log).
 mount_variant() {
 	local opts=stats source=$URL
+	VARIANT=$1
 	case $1 in
 	udcache) ;;
 	nocache) opts=$opts,nocache ;;
@@ -98,23 +101,15 @@ unmount() {
 	wait "$PID" || true
 	PID=
 }
-# The client's RPC counts so far ("OP=n ..."; empty for the local variant).
+# The client's RPC counts so far (its udcfs-nfs: line; empty for the local variant).
 client_rpcs() {
-	local n
-	n=$(grep -c '^udcfs-' "$WORK/udcfs.log" || true)
-	kill -USR1 "$PID"
-	for _ in $(seq 200); do
-		[ "$(grep -c '^udcfs-' "$WORK/udcfs.log" || true)" -gt "$n" ] && break
-		sleep 0.02
-	done
-	sleep 0.05
-	{ grep '^udcfs-nfs:' "$WORK/udcfs.log" || true; } | tail -1 | sed 's/^udcfs-nfs: when=[^ ]* //'
+	[ "$VARIANT" = local ] || stats_line "$WORK/udcfs.log" "$PID" udcfs-nfs:
 }
 # delta BEFORE AFTER OP: the count of OP between two client_rpcs lines (0 if none).
 delta() {
 	local a b
-	a=$(sed -n "s/.*\b$3=\([0-9]*\).*/\1/p" <<<"$1")
-	b=$(sed -n "s/.*\b$3=\([0-9]*\).*/\1/p" <<<"$2")
+	a=$(field "$1" "$3")
+	b=$(field "$2" "$3")
 	echo $((${b:-0} - ${a:-0}))
 }
 # The server's operations counted since the last reset (all types together).
@@ -238,7 +233,7 @@ load_flood() {
 	local f=$!
 	# udcfs's resident memory after each iteration (the tool prints a line per iteration)
 	while kill -0 "$f" 2>/dev/null; do
-		if [ "$(grep -cs 'complete in' "$WORK/flood.out" || true)" -gt "${#rss[@]}" ]; then
+		if [ "$(cat "$WORK/flood.out" 2>/dev/null | grep -c 'complete in' || true)" -gt "${#rss[@]}" ]; then
 			rss+=("$(rss_kb)")
 		fi
 		sleep 0.1

@@ -162,18 +162,10 @@ grep -qs " $MNT fuse" /proc/mounts || fail "udcfs did not mount within 5 s"
 nfs_stats() { { grep '^udcfs-nfs:' "$LOG" || true; } | tail -1; }
 say "mounted udcfs -o $OPTS"
 
+# shellcheck source=stats.sh
+. "$HERE/stats.sh"
 # The latest statistics line of udcfs (asks for one with SIGUSR1).
-stats() {
-	local n
-	n=$(grep -c '^udcfs-stats:' "$LOG" || true)
-	kill -USR1 "$UDCFS_PID"
-	for _ in $(seq 200); do
-		[ "$(grep -c '^udcfs-stats:' "$LOG" || true)" -gt "$n" ] && break
-		sleep 0.02
-	done
-	grep '^udcfs-stats:' "$LOG" | tail -1
-}
-field() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" <<<"$1"; }
+stats() { stats_line "$LOG" "$UDCFS_PID" udcfs-stats:; }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$UDCFS_PID/status"; }
 
 # ---- 1. tools ----

@@ -68,14 +68,7 @@ umount3() {
 	MIX_PIDS=()
 }
 rpcs3() { # rpcs3 OP: the second udcfs's count of OP RPCs so far (rpcs: all)
-	local n
-	n=$(grep -c '^udcfs-nfs:' "$WORK/udcfs3.log" || true)
-	kill -USR1 "$u3"
-	for _ in $(seq 200); do
-		[ "$(grep -c '^udcfs-nfs:' "$WORK/udcfs3.log" || true)" -gt "$n" ] && break
-		sleep 0.02
-	done
-	field "$(grep '^udcfs-nfs:' "$WORK/udcfs3.log" | tail -1)" "$1"
+	field "$(stats_line "$WORK/udcfs3.log" "$u3" udcfs-nfs:)" "$1"
 }
 again3() { # the RPCs a second ls -l and stat make: "all LOOKUP GETATTR"
 	ls -l "$WORK/mnt3/co" >/dev/null
@@ -220,13 +213,7 @@ for mode in good slash loop short; do
 		*'Too many levels of symbolic links'*) err=ELOOP ;;
 		*) fail "garbage: ls of the $mode listing failed with an unexpected error: $out" ;;
 		esac
-		n=$(grep -c '^udcfs-stats:' "$blog" || true)
-		kill -USR1 "$bu_pid"
-		for _ in $(seq 100); do
-			[ "$(grep -c '^udcfs-stats:' "$blog" || true)" -gt "$n" ] && break
-			sleep 0.02
-		done
-		dentries=$(field "$(grep '^udcfs-stats:' "$blog" | tail -1)" nr_dentry)
+		dentries=$(field "$(stats_line "$blog" "$bu_pid" udcfs-stats:)" nr_dentry)
 		[ "$dentries" -le "$([ "$mode" = loop ] && echo 2 || echo 0)" ] ||
 			fail "garbage: after the $mode listing udcfs caches $dentries names"
 		kill -USR1 "$bs_pid" # the server now lists alpha and beta, under the same attributes
