@@ -35,9 +35,14 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+static nfs_fh3 fh3(const union bhandle *h)
+{
+	return (nfs_fh3){ .data = { h->fh.len, (char *)h->fh.data } };
+}
+
 static nfs_fh3 fh_of(struct node *n)
 {
-	return (nfs_fh3){ .data = { n->h.fh.len, (char *)n->h.fh.data } };
+	return fh3(&n->h);
 }
 
 static int fh_copy(union bhandle *h, const nfs_fh3 *fh)
@@ -115,8 +120,7 @@ static int object_of(struct udcfs *fs, fuse_req_t req, const union bhandle *h,
 		stat_of_fattr(&attrs->a, &out->st);
 		return 0;
 	}
-	return getattr_fh(fs, req, (nfs_fh3){ .data = { h->fh.len, (char *)h->fh.data } },
-			  &out->st);
+	return getattr_fh(fs, req, fh3(h), &out->st);
 }
 
 static int nb_lookup(struct udcfs *fs, fuse_req_t req, struct node *dir, const char *name,

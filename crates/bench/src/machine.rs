@@ -28,9 +28,9 @@ const CHUNKS: usize = 1600;
 /// Multiply-adds per chunk: a dependent chain, about 12 µs on a 3 GHz core.
 const CHAIN: u64 = 10_000;
 
-/// One chunk: `CHAIN` dependent multiply-adds from `seed`.
-fn chunk(seed: u64) -> u64 {
-    let mut x = seed;
+/// One chunk: `CHAIN` dependent multiply-adds from `x0`.
+fn chunk(x0: u64) -> u64 {
+    let mut x = x0;
     for _ in 0..CHAIN {
         x = black_box(x).wrapping_mul(0x5851_f42d_4c95_7f2d).wrapping_add(0x1405_7b7e_f767_814f);
     }
