@@ -21,6 +21,16 @@
  * kernel serialises readdir calls on one open directory. A fill with no handle
  * (dir_note_absent's) reads without one.
  *
+ * Replies. A reply reads no further than the directory's cached pages reach once it holds an
+ * entry: it asks udc_readdir once for more entries than it can take, and udc_readdir, having
+ * copied any, stops where the cached pages stop; fewer than asked for end the reply. The
+ * kernel may pass on only part of a reply (a getdents buffer smaller than the reply takes
+ * what fits; the rest is asked for again from the last cookie it took), so filling the next
+ * page for a reply's tail could fill it while the reader is still inside the page before; if
+ * that fill finds the directory changed, it makes that page stale and the reader reads its
+ * rest again. Filled only for a reply that holds nothing yet, a page is filled when the reader
+ * has reached it, and a listing of a changing directory reads each page once.
+ *
  * Directories that keep missing. A backing lookup that finds nothing is remembered as one
  * negative entry per name, within udcache's per-bucket bound. A directory asked for many names
  * it lacks (a flood of unique names, a search path) is better answered by its complete listing,
@@ -112,15 +122,15 @@ int udcfs_readdir_fill(void *ctx, uint64_t dir, uint64_t cookie, size_t max, udc
 	return r;
 }
 
-/* udc_readdir for the request `req`, whose open directory (if any) is `dh`. */
+/* udc_readdir of up to `max` entries for the request `req`, whose open directory (if any) is `dh`. */
 static int readdir_for(struct udcfs *fs, fuse_req_t req, fuse_ino_t dir, const uint64_t *dh,
-		       uint64_t cookie, udc_dirent *ents, size_t *count)
+		       uint64_t cookie, udc_dirent *ents, size_t max, size_t *count)
 {
 	const struct fill_ctx f = { .req = req, .ino = dir, .dh = dh };
 	const struct fill_ctx *outer = tls_fill;
 
 	tls_fill = &f;
-	int r = udc_readdir(fs->cache, dir, cookie, ents, BATCH, count);
+	int r = udc_readdir(fs->cache, dir, cookie, ents, max, count);
 	tls_fill = outer;
 	return r;
 }
@@ -151,7 +161,7 @@ void dir_note_absent(struct udcfs *fs, fuse_req_t req, fuse_ino_t dir)
 	int end = -ENOMEM;
 	for (size_t read = 0; ents && read < LIST_MAX;) {
 		size_t count = 0;
-		end = readdir_for(fs, req, dir, NULL, cookie, ents, &count);
+		end = readdir_for(fs, req, dir, NULL, cookie, ents, BATCH, &count);
 		if (end != 0 || count == 0)
 			break;
 		read += count;
@@ -250,19 +260,41 @@ static void add_listed(struct reply *r, fuse_ino_t dir, const udc_dirent *d)
 	r->counted[r->ncounted++] = e.ino;
 }
 
+/*
+ * The most entries a reply can take, plus one: its size over the size of an entry with a
+ * one-byte name. Asked for that many, udcache answers what the reply can hold in one call.
+ */
+static size_t reply_capacity(const struct reply *r)
+{
+	size_t least;
+
+	if (r->plus) {
+		struct fuse_entry_param e = { .attr = { .st_mode = S_IFREG } };
+		least = fuse_add_direntry_plus(r->req, r->buf, 0, "x", &e, 1);
+	} else {
+		struct stat st = { .st_mode = S_IFREG };
+		least = fuse_add_direntry(r->req, r->buf, 0, "x", &st, 1);
+	}
+	return r->size / least + 1;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, int plus)
 {
 	struct udcfs *fs = req_fs(req);
 	const uint64_t dh = fi->fh;
 	struct reply r = { .req = req, .fs = fs, .plus = plus, .size = size };
-	udc_dirent *ents = malloc(BATCH * sizeof(*ents));
+	udc_dirent *ents = NULL;
 	uint64_t pos = (uint64_t)off;
+	size_t want = 0;
 	int err = 0;
 
 	r.buf = malloc(size);
-	/* a readdirplus entry takes more than 128 bytes: this bounds how many it can count */
-	r.counted = malloc((size / 128 + 1) * sizeof(*r.counted));
+	if (r.buf) {
+		want = reply_capacity(&r);
+		ents = malloc(want * sizeof(*ents));
+		r.counted = malloc(want * sizeof(*r.counted));
+	}
 	if (!ents || !r.buf || !r.counted) {
 		err = ENOMEM;
 		goto out;
@@ -276,7 +308,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	uint64_t cookie = pos <= DOTDOT_OFF ? 0 : pos;
 	while (!r.full) {
 		size_t count = 0;
-		int end = readdir_for(fs, req, ino, &dh, cookie, ents, &count);
+		int end = readdir_for(fs, req, ino, &dh, cookie, ents, want, &count);
 		if (end < 0) {
 			if (r.used == 0) {
 				err = -end; /* else: the entries so far; the error comes on the next call */
@@ -289,8 +321,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			if (!r.full)
 				cookie = ents[i].cookie;
 		}
-		if (end == 1 || count == 0)
-			break; /* end of directory (udcache never answers 0 entries otherwise) */
+		/* The end of the directory, or of its cached pages: see "Replies" in the rules. The
+		 * reply goes on only where readdirplus left out entries removed since listed. */
+		if (end == 1 || count < want)
+			break;
 	}
 out:
 	if (err) {

@@ -929,6 +929,7 @@ static int nb_fill(struct udcfs *fs, fuse_req_t req, struct node *dir, const uin
 	if (r == -NFS_EBADCOOKIE && nfs_cookie != 0 && o.added == 0) {
 		/* A new cookie verifier (the directory changed): ask for it, then resume. */
 		struct fill_out probe = { .s = o.s, .fill = fill, .max = 0 };
+		atomic_fetch_add_explicit(&o.s->cookie_restarts, 1, memory_order_relaxed);
 		memset(verf, 0, sizeof(verf));
 		r = read_dir(fs, req, dir, 0, verf, &probe);
 		if (r == 0) {
@@ -969,7 +970,8 @@ static void nb_drop(struct udcfs *fs, union bhandle *h)
 
 /*
  * One line of RPC counts by procedure, as the client sent them (a JUKEBOX retry counts again):
- * "udcfs-nfs: when=W GETATTR=n SETATTR=n ... rpcs=total jukebox_retries=n reconnects=n".
+ * "udcfs-nfs: when=W GETATTR=n SETATTR=n ... rpcs=total jukebox_retries=n reconnects=n
+ * cookie_restarts=n" (a cookie_restart: a READDIR(PLUS) refused with BAD_COOKIE, asked again).
  */
 static void nb_stats(struct udcfs *fs, const char *when, FILE *out)
 {
@@ -987,10 +989,11 @@ static void nb_stats(struct udcfs *fs, const char *when, FILE *out)
 		total += n;
 		fprintf(out, " %s=%llu", names[p], (unsigned long long)n);
 	}
-	fprintf(out, " rpcs=%llu jukebox_retries=%llu reconnects=%llu\n",
+	fprintf(out, " rpcs=%llu jukebox_retries=%llu reconnects=%llu cookie_restarts=%llu\n",
 		(unsigned long long)total,
 		(unsigned long long)atomic_load_explicit(&s->jukebox_retries, memory_order_relaxed),
-		(unsigned long long)atomic_load_explicit(&s->reconnects, memory_order_relaxed));
+		(unsigned long long)atomic_load_explicit(&s->reconnects, memory_order_relaxed),
+		(unsigned long long)atomic_load_explicit(&s->cookie_restarts, memory_order_relaxed));
 }
 
 /* ---- set-up ---- */

@@ -57,7 +57,7 @@ struct nfs_state {
 	struct plus_table *plus; /* nfs_plus.c */
 	/* relaxed: statistics only */
 	_Atomic uint64_t calls[NFS_NPROC];
-	_Atomic uint64_t jukebox_retries, reconnects;
+	_Atomic uint64_t jukebox_retries, reconnects, cookie_restarts;
 };
 
 static inline struct nfs_state *nfs_of(struct udcfs *fs)
