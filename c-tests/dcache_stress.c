@@ -1,6 +1,5 @@
 /* dcache_stress.c -- the negative-dentry flood tool of the 2020 "dcache: increase poison
- * resistance" thread (000 in the seeds), ported onto libudcache, with the same options and
- * output lines.
+ * resistance" thread, ported onto libudcache, with the same options and output lines.
  *
  *   dcache_stress [-i ITERATIONS] [-n NAMES] [-p PREFIX] [-o DIR] [-u] [-s] [-d]
  *                 [-B BUCKETS] [-D DIR [-S STATSFILE]]

@@ -3,8 +3,9 @@
 //! Builds `libudcache.so` and `libudcache.a` for C userspace filesystems (FUSE low-level
 //! servers above all): inode numbers, `(parent, name)` pairs, a lookup count per inode, and
 //! callbacks into the filesystem for what the cache does not hold. The header
-//! `include/udcache.h` is generated from this crate by cbindgen (`cbindgen.toml`) and is the
-//! documentation C programmers read; `tests/header.rs` fails when it is stale.
+//! `include/udcache.h` is generated from this crate by cbindgen (`cbindgen.toml`), its
+//! declarations grouped by topic by `tests/header.rs`, and is the documentation C programmers
+//! read; `tests/header.rs` fails when it is stale.
 //!
 //! ## Conventions
 //!

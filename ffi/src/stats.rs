@@ -157,8 +157,8 @@ pub unsafe extern "C" fn udc_stats_get(cache: *const udc_cache, out: *mut udc_st
 
 /// Writes the figures as text into `buf` (at most `len` bytes, NUL-terminated, truncated if
 /// need be). The first line is `/proc/sys/fs/dentry-state`'s six numbers, tab-separated
-/// (`nr_dentry nr_unused 0 0 nr_negative nr_buckets`: the sixth field is the bucket count, as
-/// the 2020 dcache series exported it); then one `name value` line per `udc_stats` field.
+/// (`nr_dentry nr_unused 0 0 nr_negative nr_buckets`: the sixth field, which Linux leaves 0,
+/// is the bucket count); then one `name value` line per `udc_stats` field.
 ///
 /// Returns the length of the whole text without the NUL (as `snprintf`: a value >= `len`
 /// means it was truncated; `buf` may be NULL when `len` is 0), or `-EINVAL` (`buf` NULL with
