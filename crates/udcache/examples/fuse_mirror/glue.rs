@@ -14,6 +14,8 @@
 //!   backing store's path table. A name that does not exist is answered `ENOENT` from a
 //!   negative dentry for up to the ttl.
 //! - Attributes are udcache's copy while it is younger than the ttl, else read again.
+//!   Permissions are checked by the kernel on those attributes (`default_permissions`), so
+//!   udcache's access cache is not used.
 //! - One session thread: a forget and a lookup of one inode never overlap, which is what lets
 //!   [`Cache::forget`] drop a path once the cache no longer holds its inode.
 
@@ -23,7 +25,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Generation, INodeNo, LockOwner, MountOption, OpenFlags,
@@ -49,7 +51,7 @@ pub struct Cache {
 impl Cache {
     /// A cache in front of `dir`, trusting what it learns for `ttl`.
     pub fn new(dir: Dir, ttl: Duration) -> Cache {
-        let timeouts = Timeouts { entry: ttl, negative: ttl, access: ttl };
+        let timeouts = Timeouts { entry: ttl, negative: ttl, ..Timeouts::FOREVER };
         let dcache = Dcache::new(Config::for_entries(1 << 16).with_timeouts(timeouts));
         Cache { dcache, dir: Arc::new(dir), ttl, lookups: AtomicU64::new(0) }
     }
@@ -125,7 +127,7 @@ fn file_attr(ino: u64, attr: &Attr) -> FileAttr {
         let epoch = if secs < 0 { UNIX_EPOCH - whole } else { UNIX_EPOCH + whole };
         epoch + Duration::from_nanos(nsecs.into())
     };
-    let ctime: SystemTime = time(attr.ctime);
+    let ctime = time(attr.ctime);
     FileAttr {
         ino: INodeNo(ino),
         size: attr.size,
@@ -220,6 +222,7 @@ impl fuser::Filesystem for Mirror {
 /// Serves `cache` read-only at `mountpoint` until it is unmounted.
 pub fn serve(cache: Arc<Cache>, mountpoint: &Path) -> io::Result<()> {
     let mut config = fuser::Config::default();
+    config.n_threads = Some(1);
     config.mount_options = vec![
         MountOption::RO,
         MountOption::DefaultPermissions,
