@@ -17,7 +17,7 @@
 # Filesystems: the backing directory itself (direct); udcfs at its defaults (entry_timeout=0,
 # attr_timeout=1: the kernel and udcache keep attributes 1 s); udcfs-attr0 (attr_timeout=0:
 # the same kernel settings as passthrough_ll); passthrough_ll -o timeout=0 (entry and attribute
-# timeouts 0, which is how the issue defines the anchor). All multi-threaded; each measurement
+# timeouts 0: the anchor, a FUSE server that caches nothing). All multi-threaded; each measurement
 # mounts afresh. Reported: wall time (median of ROUNDS runs; one run for the make loads; the
 # runs of a load interleaved across the filesystems), the server's CPU time, its resident memory
 # after the load (VmRSS) and its peak (VmHWM), and errors (lines on find's stderr).
