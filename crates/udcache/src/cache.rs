@@ -64,7 +64,7 @@ use crate::dentry::{
     Dentry, DentryEntry, DentryWrites, Exclusive, InodeLock, NameLock, Named, Slot,
 };
 use crate::error::Error;
-use crate::fetch::Inflight;
+use crate::fetch::{Filesystem, Inflight};
 use crate::inode::{FileType, Inode, InodeSpec};
 use crate::listing;
 use crate::name::validate_name;
@@ -106,6 +106,17 @@ pub struct Config {
     page_entries: NonZeroUsize,
     timeouts: Timeouts,
     clock: SharedClock,
+    fs: Option<SharedFs>,
+}
+
+/// The configured filesystem (a newtype only so that `Config` can be `Debug`).
+#[derive(Clone)]
+struct SharedFs(Arc<dyn Filesystem>);
+
+impl std::fmt::Debug for SharedFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Filesystem")
+    }
 }
 
 /// The configured clock (a newtype only so that `Config` can be `Debug`).
@@ -144,7 +155,29 @@ impl Config {
             page_entries: NonZeroUsize::new(128).expect("non-zero"),
             timeouts: Timeouts::FOREVER,
             clock: SharedClock(Arc::new(CoarseClock)),
+            fs: None,
         }
+    }
+
+    /// The filesystem the cache asks on a miss, a stale name, an access check it has no
+    /// answer for, and a directory listing it lacks: the one backend of every call that asks
+    /// ([`Dcache::resolve`], [`Dcache::resolve_path`], [`Dcache::access`],
+    /// [`Dcache::readdir`]). A cache without one (the default) is a pure cache: those calls
+    /// answer what is cached and [`Error::NoFilesystem`] where they would have to ask.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use udcache::{Config, Dcache, Errno, Filesystem, InodeSpec, Resolved, ROOT_INO};
+    /// struct Empty;
+    /// impl Filesystem for Empty {
+    ///     fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, Errno> { Ok(None) }
+    /// }
+    /// let cache = Dcache::new(Config::for_entries(64).with_filesystem(Arc::new(Empty)));
+    /// assert_eq!(cache.resolve(ROOT_INO, b"x"), Ok(Resolved::Negative));
+    /// ```
+    pub fn with_filesystem(mut self, fs: Arc<dyn Filesystem>) -> Self {
+        self.fs = Some(SharedFs(fs));
+        self
     }
 
     /// How long dentries and access results are trusted without asking the filesystem
@@ -267,6 +300,7 @@ pub struct Dcache {
     root: ManuallyDrop<InodeRef>,
     pub(crate) ticks: Ticks,
     pub(crate) timeouts: Timeouts,
+    fs: Option<Arc<dyn Filesystem>>,
 }
 
 fn ino_key(ino: u64) -> [u8; 8] {
@@ -313,6 +347,7 @@ impl Dcache {
             root: ManuallyDrop::new(root.clone()),
             ticks: Ticks::new(config.clock.0),
             timeouts: config.timeouts,
+            fs: config.fs.map(|f| f.0),
         };
         drop(cache.inodes.insert(
             INODE_KEY_PARENT,
@@ -321,6 +356,12 @@ impl Dcache {
             Slot::positive(root),
         ));
         Ok(cache)
+    }
+
+    /// The configured filesystem (see [`Config::with_filesystem`]), or
+    /// [`Error::NoFilesystem`].
+    pub(crate) fn filesystem(&self) -> Result<&Arc<dyn Filesystem>, Error> {
+        self.fs.as_ref().ok_or(Error::NoFilesystem)
     }
 
     /// The cached inode numbered `ino`, borrowed for the guard's life. No lock, and no write:
@@ -990,6 +1031,7 @@ impl Dcache {
             fallback_needs_block: self.events.get(Event::Fallback(Reason::NeedsBlock)),
             access_hits: self.events.get(Event::AccessHit),
             access_calls: self.events.get(Event::AccessCall),
+            path_walks: self.events.get(Event::PathWalk),
         }
     }
 
