@@ -1,5 +1,5 @@
 //! The access cache: each inode's permission results per credential, the most recent one
-//! readable without locks (002's "check just the most recent entry").
+//! readable without locks.
 //!
 //! # Rules
 //!

@@ -30,10 +30,9 @@
 //!   a rename section first: it moves the directory's `..`, and it drops what was cached below
 //!   the directory while it had none (no `invalidate` of an ancestor could reach it).
 //! - **Rename lock and sequence**: see [`crate::rename`].
-//! - **Lock order**: rename lock → inode stripes (two, ascending: a rename section's exchange,
-//!   and `add`'s inode and parent) → name stripes (ascending) → an inode's alias list →
-//!   neghash's locks. A directory's report lock (a change of its verifier) is taken with none
-//!   of these held, and before its listing's mutex (see [`crate::listing`]).
+//! - **Lock order**: the "Lock order" table in the repository's `ARCHITECTURE.md`. Two stripes
+//!   of one kind are taken in ascending order (a rename section's exchange, and `add`'s inode
+//!   and parent).
 //! - **Publish and retire**: an inode becomes reachable by a `Release` store of a slot or a
 //!   neghash insert (both `Release`); a removed entry is freed through the epoch, after every
 //!   reader pinned at the time, and an inode whose last count is dropped is reused by its pool

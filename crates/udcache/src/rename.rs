@@ -15,10 +15,9 @@
 //!   leaf with a single atomic lookup, which is a state at one instant by itself. The last
 //!   `forget` of a non-directory takes the rename lock without a section: the names it drops
 //!   must not be moved by a rename meanwhile.
-//! - **Lock order**: rename lock, then inode stripe locks (ascending; a move holds the stripes
-//!   of the inodes it names anew, so `add` cannot name a moving directory twice; `add` holds
-//!   its inode's and its parent's), then name stripe locks (ascending), then an inode's alias
-//!   list, then neghash's bucket and LRU locks.
+//! - **Lock order**: the "Lock order" table in the repository's `ARCHITECTURE.md`. A move
+//!   holds the inode stripes of the inodes it names anew, so `add` cannot name a moving
+//!   directory twice.
 //! - **What a lockless walker may observe**: any mixture of states while a section is open; it
 //!   notices by reading `seq` before (`read_begin`, refusing an odd value) and after
 //!   (`read_valid`), and then walks again holding the rename lock (the fallback, counted in

@@ -1,5 +1,5 @@
 //! Revalidation: what a walk does with a dentry it may no longer trust, and the access check
-//! of each directory it passes — both answered without locks in the common case (002).
+//! of each directory it passes — both answered without locks in the common case.
 //!
 //! # Rules
 //!

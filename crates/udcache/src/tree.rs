@@ -12,9 +12,9 @@
 //!   (the `NameLock` proof) while it calls `Dcache::name_linked` or
 //!   `Dcache::name_unlinked`, and those also keep the inode's alias list. So map, aliases and
 //!   slots agree whenever no writer holds the stripe.
-//! - The map's mutex is a leaf lock (after the stripes, before nothing): readers copy a
-//!   snapshot under it and call user code with no lock held, so a callback may call back into
-//!   the cache.
+//! - The map's mutex is a leaf lock (see the "Lock order" table in the repository's
+//!   `ARCHITECTURE.md`): readers copy a snapshot under it and call user code with no lock
+//!   held, so a callback may call back into the cache.
 //! - A directory remembers whether it ever had negative children (`had_negatives`): only those
 //!   need the name-table sweep when their subtree is invalidated or their inode dropped. Every
 //!   maker of a negative notes it: `add_negative` (which refuses a parent that is not a cached

@@ -18,7 +18,7 @@
 //!   revalidation) is not trusted after it; the cache's own changes (add, unlink, rename) do
 //!   not, because they keep the dentries they touch right themselves.
 //! - **Trust**: a positive dentry is fresh until its expiry; a negative one until its expiry
-//!   *and* only while its generation equals its parent's (002's negative revalidation: a
+//!   *and* only while its generation equals its parent's (negative revalidation: a
 //!   remembered miss means nothing once the directory changed). A lockless reader decides this
 //!   with loads and compares only.
 //! - **Writers** of a validity word hold the name's stripe lock (the `NameLock` proof), like
