@@ -32,7 +32,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::ptr;
 use std::sync::OnceLock;
 
-use dcache::fetch::defaults;
+use dcache::defaults;
 use dcache::readdir::{Fill, FillError};
 use dcache::{Cached, Cred, Errno, Filesystem, InodeSpec, Mask, Revalidate};
 

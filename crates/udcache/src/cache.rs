@@ -29,7 +29,7 @@
 //!   directory cached without a name (its name was shrunk, unlinked or invalidated away) opens
 //!   a rename section first: it moves the directory's `..`, and it drops what was cached below
 //!   the directory while it had none (no `invalidate` of an ancestor could reach it).
-//! - **Rename lock and sequence**: see [`crate::rename`].
+//! - **Rename lock and sequence**: see `rename.rs`.
 //! - **Lock order**: the "Lock order" table in the repository's `ARCHITECTURE.md`. Two stripes
 //!   of one kind are taken in ascending order (a rename section's exchange, and `add`'s inode
 //!   and parent).
@@ -40,11 +40,11 @@
 //! - **Validity**: each dentry's expiry and parent generation sit beside its slot, written
 //!   under the name's stripe lock with the inode pointer; lockless readers
 //!   ([`Dcache::lookup`], walks, the cached answer of `resolve`) trust only fresh dentries and
-//!   treat the others as misses to revalidate. Rules in `valid.rs` and [`crate::reval`].
+//!   treat the others as misses to revalidate. Rules in `valid.rs` and `reval.rs`.
 //! - **Eviction**: neghash's rules evict settled *negative* dentries at any time (the bound on
 //!   negatives). Positive dentries leave only through this crate ([`Dcache::shrink`],
 //!   `invalidate`, `unlink`, `forget`), each under the name's stripe lock with the alias list
-//!   and the parent's children map kept in step (see [`crate::tree`]); inodes leave only by
+//!   and the parent's children map kept in step (see `tree.rs`); inodes leave only by
 //!   `forget`.
 
 use std::mem::ManuallyDrop;
@@ -188,7 +188,7 @@ impl Config {
 
     /// The clock those timeouts and attribute expiries ([`Dcache::setattr`]) run on (default
     /// [`CoarseClock`]; a
-    /// [`ManualClock`](crate::clock::ManualClock) for simulated time).
+    /// [`ManualClock`](crate::ManualClock) for simulated time).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = SharedClock(clock);
         self
@@ -572,7 +572,7 @@ impl Dcache {
         self.names.get(parent, name)
     }
 
-    /// Opens a rename section (see [`crate::rename`]).
+    /// Opens a rename section (see `rename.rs`).
     pub(crate) fn write_section(&self) -> crate::rename::WriteSection<'_> {
         self.rename.write()
     }
@@ -823,7 +823,7 @@ impl Dcache {
         }
     }
 
-    /// Notes in directory `parent` that it has (had) a negative child (see [`crate::tree`]).
+    /// Notes in directory `parent` that it has (had) a negative child (see `tree.rs`).
     fn note_negative_child(&self, parent: u64) {
         if let Some(dir) = self.dir_state(&epoch::pin(), parent) {
             dir.note_negative();
@@ -833,7 +833,7 @@ impl Dcache {
     /// Removes the name `name` from `parent`: the dentry turns negative or is dropped, by the
     /// configured [`UnlinkPolicy`]. The inode stays cached (and its lookup count unchanged)
     /// until [`forget`](Self::forget). Unlinking a directory opens a rename section (see
-    /// [`crate::rename`]); the filesystem is trusted to have checked it was empty.
+    /// `rename.rs`); the filesystem is trusted to have checked it was empty.
     ///
     /// Errors, changing nothing: a bad name; no positive dentry ([`Error::NotFound`]). A
     /// filesystem that did remove the name then calls [`invalidate`](Self::invalidate) on it:
@@ -970,14 +970,14 @@ impl Dcache {
     /// Caches `attr` for `ino` for `ttl` from now on the cache's [`Clock`] (nanosecond
     /// precision; `Duration::ZERO`: expired at once; `Duration::MAX`: never expires). A change
     /// of mode, owner or group forgets every cached access result of the inode (see
-    /// [`crate::access`]) before this returns.
+    /// `access.rs`) before this returns.
     ///
     /// Errors: [`Error::UnknownInode`].
     ///
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// use udcache::clock::ManualClock;
+    /// use udcache::ManualClock;
     /// use udcache::{Attr, Config, Dcache, ROOT_INO};
     /// let clock = Arc::new(ManualClock::new());
     /// let cache = Dcache::new(Config::for_entries(16).with_clock(clock.clone()));

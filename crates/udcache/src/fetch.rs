@@ -9,7 +9,7 @@
 //!   vector searched by comparing keys: a server has about one call in flight per thread, and
 //!   scanning a handful beats hashing the name (and copying it to look it up) on every miss.
 //! - A call is a lookup of a missing name or the blocking revalidation of a stale one (see
-//!   [`crate::reval`]), which may end in a lookup; both read the parent's generation before
+//!   `reval.rs`), which may end in a lookup; both read the parent's generation before
 //!   asking and file what they learn under it.
 //! - The filesystem is called with no lock held and no epoch guard pinned (a slow call must not
 //!   hold back grace periods).
@@ -71,7 +71,7 @@ pub trait Filesystem: Send + Sync {
     /// its directory changed: `cached` says which). With `may_block` false the cache is in
     /// the middle of a lockless walk: answer only from what is at hand, without locks that
     /// may wait or I/O, and say [`Revalidate::NeedsBlock`] otherwise; the cache asks again
-    /// with `may_block` true. See [`crate::reval`].
+    /// with `may_block` true. See `reval.rs`.
     ///
     /// The default, [`defaults::revalidate`], blocks for everything: it says `NeedsBlock`,
     /// then asks [`lookup`](Self::lookup) and compares inode numbers.
@@ -293,7 +293,7 @@ impl Dcache {
     /// does not exist), [`Resolved::Found`] lets it go on from the inode found. Walking the
     /// same components again is no substitute: a miss in a directory whose complete listing is
     /// cached is answered `Negative` from the listing, filing no negative dentry (see
-    /// [`crate::listing`]), so the walk would miss there again.
+    /// `listing.rs`), so the walk would miss there again.
     ///
     /// Errors: a bad name; the filesystem's errno ([`Error::Backend`]), or an error filing its
     /// answer (e.g. a parent that is not a cached directory; [`Error::DirectoryAlias`] for the

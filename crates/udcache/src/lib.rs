@@ -43,19 +43,19 @@
 //!   repository's `ARCHITECTURE.md`.
 //! - **Misses** ([`Dcache::resolve`]) call a [`Filesystem`] with no lock and no guard held, and
 //!   concurrent misses of one name wait for a single call.
-//! - **Revalidation**: every dentry carries, beside its inode pointer, one word packing its expiry (a 32-bit tick of a [`clock::Clock`]) and its
+//! - **Revalidation**: every dentry carries, beside its inode pointer, one word packing its expiry (a 32-bit tick of a [`Clock`]) and its
 //!   parent directory's verifier generation when it was filled; a negative dentry is trusted
 //!   only while that generation is current ([`Dcache::dir_changed`] bumps it — a store, and
 //!   nothing when a reported verifier did not move). Walks check both with loads and compares;
 //!   [`Dcache::walk_as`] offers a stale dentry to [`Filesystem::revalidate`] without blocking
 //!   and leaves the lockless mode only if the filesystem must block ([`Checked::Blocked`],
 //!   counted by [`Reason`]); the blocking path ([`Dcache::unblock`], [`Dcache::resolve`])
-//!   asks with no lock held and refreshes or drops the dentry (see [`reval`]).
+//!   asks with no lock held and refreshes or drops the dentry (see `reval.rs`).
 //!   [`Dcache::resolve_path`] runs the whole resolution: lockless walks, the blocking work
 //!   they leave, and lookups of misses, against the filesystem the cache was given
 //!   ([`Config::with_filesystem`]).
 //! - **Access cache**: per inode, permission results per [`Cred`] with an expiry, at most
-//!   [`access::ACCESS_PER_INODE`]; a walk checks search permission on each directory by
+//!   [`ACCESS_PER_INODE`]; a walk checks search permission on each directory by
 //!   looking only at the most recent result, lock-free;
 //!   anything else goes to the locked list and then [`Filesystem::access`]. A change of mode,
 //!   owner or group ([`Dcache::setattr`]) or [`Dcache::acl_changed`] forgets them all.
@@ -66,7 +66,7 @@
 //!   what the name or path denoted at one instant during the call.
 //! - A walk trusts only dentries that are fresh or that the filesystem revalidated; a negative
 //!   filled before a [`Dcache::dir_changed`] returned is never trusted after it, concurrent
-//!   reports of one directory's verifier are linearizable (see [`listing`]), and an access
+//!   reports of one directory's verifier are linearizable (see `listing.rs`), and an access
 //!   result filled before a revocation returned is never used after it (loom models and a
 //!   stress test check both: `tests/loom_reval.rs`, `tests/reval_stress.rs`).
 //! - Bad input (an invalid name, an unknown inode, a forget of more than was looked up) is an
@@ -124,11 +124,11 @@
 //! (`tests/loom_reclaim.rs`), and walks against an exchange and an instantiation, and two misses of
 //! one name making one filesystem call (`tests/loom_writers.rs`).
 //!
-//! Revalidation and the access cache: [`Timeouts`] and a [`clock::Clock`] in
+//! Revalidation and the access cache: [`Timeouts`] and a [`Clock`] in
 //! [`Config`]; per-dentry validity ([`Dcache::set_entry_timeout`]); [`Dcache::dir_changed`]
 //! with verifiers; [`Dcache::resolve_path`], and its steps [`Dcache::walk_as`] /
 //! [`Dcache::unblock`] / [`Dcache::walk_as_after`]
-//! (the answers an unblock got serve the rest of that resolution: see [`unblocked`]) with
+//! (the answers an unblock got serve the rest of that resolution: see `unblocked.rs`) with
 //! [`Filesystem::revalidate`] and [`Filesystem::access`] (defaults: block, then compare a
 //! fresh lookup; grant everything); [`Dcache::may_access`], [`Dcache::access`],
 //! [`Dcache::acl_changed`]; fallbacks by reason, revalidations and access hits in [`Stats`].
@@ -159,34 +159,35 @@
 //! coarser than the kernel's per-dentry check (any rename sends overlapping walks to the
 //! fallback).
 
-pub mod access;
-pub mod attr;
-pub mod cache;
-pub mod clock;
+mod access;
+mod attr;
+mod cache;
+mod clock;
 mod dentry;
 mod error;
-pub mod fetch;
+mod fetch;
 mod inode;
-pub mod listing;
+mod listing;
 mod name;
 mod recycle;
-pub mod rename;
-pub mod reval;
+mod rename;
+mod reval;
 mod seq;
 mod splice;
 mod stats;
 mod sync;
-pub mod tree;
-pub mod unblocked;
+mod tree;
+mod unblocked;
 mod valid;
-pub mod walk;
+mod walk;
 
-pub use access::{AccessStamp, Cred, Mask, Permission};
+pub use access::{ACCESS_PER_INODE, AccessStamp, Cred, Mask, Permission};
 pub use attr::Attr;
 pub use cache::{Config, Dcache, Lookup, ROOT_INO, UnlinkPolicy};
+pub use clock::{Clock, CoarseClock, ManualClock};
 pub use dentry::Named;
 pub use error::{Errno, Error, InvalidName};
-pub use fetch::{Filesystem, Resolved};
+pub use fetch::{Filesystem, Resolved, defaults};
 pub use inode::{FileType, Inode, InodeSpec};
 pub use name::{NAME_MAX, validate_name};
 pub use rename::RenameMode;

@@ -142,15 +142,15 @@ impl Dcache {
     /// verifier may come back, a hash of the contents for one); anything else (`None`:
     /// changed, new verifier unknown) bumps the directory's generation — negative dentries
     /// filled before are no longer trusted from then on (see
-    /// [`crate::reval`]) — and marks its listing's pages stale. Both are lazy: nothing is
+    /// `reval.rs`) — and marks its listing's pages stale. Both are lazy: nothing is
     /// walked or freed here. Positive dentries are untouched (their timeouts govern them): for
     /// a name that went away or changed, call [`Dcache::invalidate`] after this (see
-    /// [`crate::reval`]).
+    /// `reval.rs`).
     ///
     /// Concurrent reports of one directory are linearizable: what they leave (the verifier
     /// recorded, the negatives trusted) is what some order of them, one at a time, would
     /// leave, an order that keeps each after those that returned before it began (see the
-    /// [module rules](crate::listing)). A report that changes something takes a lock of the
+    /// module rules (`listing.rs`)). A report that changes something takes a lock of the
     /// directory's; an unchanged verifier takes none.
     ///
     /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`].

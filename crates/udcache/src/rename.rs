@@ -24,7 +24,7 @@
 //!   stats), when no section can open. A walk that validates saw no section open or close
 //!   during it, so every directory it passed through held its name for the whole walk, and its
 //!   result is what the path named at the instant of its last step.
-//! - Orderings are those of a fence-based seqlock (see [`crate::attr`]): the writer stores the
+//! - Orderings are those of a fence-based seqlock (see `attr.rs`): the writer stores the
 //!   odd value, then a Release fence, then its changes; the reader loads `seq` with Acquire,
 //!   walks, then an Acquire fence and a Relaxed reload. If the walk read any change a section
 //!   made, the fences synchronise and the reload sees the section. `mod loom_models` checks

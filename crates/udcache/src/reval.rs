@@ -5,7 +5,7 @@
 //!
 //! - **Lockless checks.** A walk ([`Dcache::walk`], [`Dcache::walk_as`]) checks each dentry's
 //!   validity word (see `valid.rs`) and, in `walk_as` with a credential, the most recent
-//!   access result of each directory it searches (see [`crate::access`]): loads and compares
+//!   access result of each directory it searches (see `access.rs`): loads and compares
 //!   only. The clock is read once per walk at most for those checks (a refresh after a
 //!   lockless [`Revalidate::Valid`] reads it again to date the new expiry).
 //! - **Pushing the block late.** A dentry that fails the check is offered to
@@ -17,7 +17,7 @@
 //!   (plain `walk`) end the lockless walk: it returns [`Checked::Blocked`] (plain `walk`: a
 //!   [`Walk::Miss`] at that component), counted under its [`Reason`].
 //! - **Refreshes that would change nothing are skipped.** Expiries round down to a tick
-//!   (16.8 ms, see [`crate::clock`]), so a [`Revalidate::Valid`] whose timeout ends within the
+//!   (16.8 ms, see `clock.rs`), so a [`Revalidate::Valid`] whose timeout ends within the
 //!   current tick would file a word that is already expired. If that word would also record
 //!   the generation the dentry has already, nothing is written (no name lock either): the
 //!   answer serves the walk that asked, and the next use asks again. A filesystem that answers
@@ -32,11 +32,11 @@
 //!   from the answer's timeout, that generation) — or drops it
 //!   ([`Dcache::invalidate`](crate::Dcache::invalidate)) if it is no longer valid. Concurrent
 //!   revalidations of one name are coalesced into one call, like misses (see
-//!   [`crate::fetch`]). The walk is then done again.
+//!   `fetch.rs`). The walk is then done again.
 //! - **What a caller may rely on**: a walk never returns a dentry that was not fresh or
 //!   revalidated during the walk; a negative filled before a directory change returned (with
 //!   the change's generation bump) is never trusted after it, and concurrent reports of one
-//!   directory's verifier leave what some order of them would (see [`crate::listing`]): a
+//!   directory's verifier leave what some order of them would (see `listing.rs`): a
 //!   negative is trusted only if no change comes after its filing in that order, and the
 //!   verifier recorded is the one of the last change in it; a positive answered before a
 //!   change announced as `dir_changed` then `invalidate` is never trusted after both returned;
@@ -351,7 +351,7 @@ impl Dcache {
     /// Resolves `path` from `root`, revalidating names no longer trusted and, with `cred`,
     /// checking that it may search each directory on the way, asking the filesystem
     /// ([`Config::with_filesystem`](crate::Config::with_filesystem)) for what the cache cannot
-    /// answer. See the [module rules](crate::reval).
+    /// answer. See the module rules (`reval.rs`).
     ///
     /// Each round is a lockless walk (like [`Dcache::walk`], which never asks anyone); it
     /// stays lockless while every name is trusted, every search right is the directory's most
@@ -490,7 +490,7 @@ impl Dcache {
 
     /// [`Dcache::walk_as`] done again after [`Dcache::unblock`]: it also takes what that
     /// unblock settled with the filesystem as fresh, for this walk, if nothing changed since
-    /// (see [`crate::unblocked`]). This is how a walk makes progress through names trusted
+    /// (see `unblocked.rs`). This is how a walk makes progress through names trusted
     /// for less than a tick (a timeout of zero: "revalidate at every use"). Example: see
     /// [`Dcache::walk_as`].
     ///

@@ -118,12 +118,12 @@ pub struct Stats {
     /// Misses that waited for another thread's call of the same name instead of calling.
     pub coalesced_misses: u64,
     /// Of those, the ones whose call outlasted the waiter's spin, so that it slept on the call
-    /// and was woken (see [`crate::fetch`]).
+    /// and was woken (see `fetch.rs`).
     pub coalesced_sleeps: u64,
     /// The time those misses spent waiting, spinning or asleep, all together, in nanoseconds.
     pub coalesced_wait_ns: u64,
     /// Misses answered "does not exist" by a complete cached listing, with no filesystem call
-    /// and no negative dentry (only where negatives never time out: see [`crate::listing`]).
+    /// and no negative dentry (only where negatives never time out: see `listing.rs`).
     pub complete_dir_negatives: u64,
     /// Inode objects this cache's `udcache-gp` pool handed out again after their grace period.
     pub inodes_recycled: u64,

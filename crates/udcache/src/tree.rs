@@ -48,9 +48,9 @@ pub(crate) struct DirState {
     pub(crate) verifier: AtomicU64,
     pub(crate) has_verifier: AtomicBool,
     /// Held by a report that changes the directory, from its second look at the record to its
-    /// new record: reports take effect one at a time (see [`crate::listing`]).
+    /// new record: reports take effect one at a time (see `listing.rs`).
     pub(crate) reports: Mutex<()>,
-    /// Its cookie-indexed listing, made on the first readdir (see [`crate::listing`]).
+    /// Its cookie-indexed listing, made on the first readdir (see `listing.rs`).
     pub(crate) listing: OnceLock<Listing>,
 }
 

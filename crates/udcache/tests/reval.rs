@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::End;
-use udcache::clock::ManualClock;
+use udcache::ManualClock;
 use udcache::readdir::{Entry, Fill, FillError, Verifier};
 use udcache::{
     Blocked, Cached, Checked, Config, Cred, Dcache, Errno, FileType, Filesystem, InodeSpec, Lookup,

@@ -40,8 +40,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use udcache::clock::ManualClock;
-use udcache::fetch::defaults;
+use udcache::ManualClock;
+use udcache::defaults;
 use udcache::readdir::{Entry, Fill, FillError, Verifier};
 use udcache::{
     Blocked, Cached, Checked, Config, Cred, Dcache, Errno, Error, FileType, Filesystem, InodeSpec,

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{End, resolve_path};
-use udcache::clock::ManualClock;
+use udcache::ManualClock;
 use udcache::{
     Attr, Cached, Config, Cred, Dcache, Errno, Error, FileType, Filesystem, InodeSpec, Mask,
     ROOT_INO, Revalidate, Timeouts,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use udcache::clock::ManualClock;
+use udcache::ManualClock;
 use udcache::readdir::{Entry, Fill, FillError, Verifier};
 use udcache::{
     Config, Dcache, Errno, Error, FileType, Filesystem, InodeSpec, Lookup, ROOT_INO, RenameMode,

@@ -24,7 +24,7 @@
 //! `backend_lookups` (filesystem calls in udcache's last measurement, the one at the most
 //! threads: 1,020 if no negative was evicted), `coalesced_misses` (misses in it that waited
 //! for another thread's call instead of calling) and `coalesced_sleeps` (those of them that
-//! slept until the call ended, each a sleep and a wake: see `udcache::fetch`); with
+//! slept until the call ended, each a sleep and a wake: see `fetch.rs` in udcache); with
 //! `--max-threads`, also `compiles_per_s_<variant>_<n>t`, `scaling_<n>t`,
 //! `scaling_<n>t_mutex` and `ratio_vs_mutex_<n>t` for each count n above 2. The machine's own
 //! scaling is measured in the same rounds (see [`crate::machine`]): `machine_scaling_<n>t`

@@ -53,11 +53,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use udcache::clock::{Clock, ManualClock};
 use udcache::{
     Blocked, Cached, Checked, Config, Cred, Dcache, Errno, Filesystem, InodeSpec, Mask, ROOT_INO,
     Revalidate, Timeouts, Walk, epoch,
 };
+use udcache::{Clock, ManualClock};
 
 use super::make_j::{Files, HEADERS, INCLUDE_DIRS};
 use crate::measure::{interleaved, median};
