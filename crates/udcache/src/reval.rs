@@ -91,6 +91,7 @@ pub enum Revalidate {
 /// Why a [`Dcache::walk_as`] left the lockless mode: the blocking work to do
 /// ([`Dcache::unblock`]) before walking again.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Blocked {
     /// The dentry `name` in directory `parent` is not trusted and the filesystem could not
     /// confirm it without blocking.
@@ -127,6 +128,7 @@ impl Blocked {
 
 /// How a [`Dcache::walk_as`] ended.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum Checked<'g> {
     /// The walk ended as [`Walk`] says, lockless, trusting only fresh or revalidated dentries
     /// and, with a credential, allowed to search every directory it passed.

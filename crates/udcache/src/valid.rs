@@ -86,6 +86,7 @@ impl Default for Timeouts {
 /// Why a walk left the lockless mode (each fallback is counted under one reason in
 /// [`Stats`](crate::Stats)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Reason {
     /// A dentry's timeout passed, and the filesystem was not asked without blocking or
     /// answered that it is no longer valid.

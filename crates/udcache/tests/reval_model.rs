@@ -89,6 +89,7 @@ fn reason_index(r: Reason) -> usize {
         Reason::Verifier => 1,
         Reason::AccessMiss => 2,
         Reason::NeedsBlock => 3,
+        other => unreachable!("a reason the model does not know: {other:?}"),
     }
 }
 
@@ -1066,6 +1067,7 @@ impl Rig {
                 Checked::Done(w) => Ok(end_of(&w)),
                 Checked::Denied { dir, at } => Ok(End::Denied(dir, at)),
                 Checked::Blocked(b) => Err(b),
+                other => unreachable!("an end the model does not know: {other:?}"),
             };
             drop(guard);
             // The access hits of this walk: each directory searched whose most recent result
@@ -1079,6 +1081,7 @@ impl Rig {
                 Err(Blocked::Revalidate { at, .. } | Blocked::Access { at, .. }) => {
                     comps.iter().position(|c| c.0 == *at).unwrap() + 1
                 }
+                Err(other) => unreachable!("blocked as the model does not know: {other:?}"),
             };
             if let Some(uid) = uid {
                 let mut cur = ROOT_INO;
@@ -1176,6 +1179,7 @@ impl Rig {
                     prop_assert_eq!(calls.len(), 1, "{:?}", calls);
                 }
             }
+            other => unreachable!("blocked as the model does not know: {other:?}"),
         }
         Ok(())
     }

@@ -249,6 +249,7 @@ impl Setup {
             let dir = match &blocked {
                 Blocked::Revalidate { parent, .. } => *parent,
                 Blocked::Access { dir, .. } => *dir,
+                other => unreachable!("{other:?}"),
             };
             match dir == self.invalidated {
                 true => tally.fallbacks_inside += 1,
