@@ -318,6 +318,7 @@ impl AccessCache {
     }
 }
 
+/// Access checks: the cached permission results of each inode and credential.
 impl Dcache {
     /// The lockless access check: whether `cred` has every right of `mask` on `ino`, if the
     /// inode's most recent access result answers it ([`Permission::Unknown`], also for an

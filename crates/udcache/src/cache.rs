@@ -306,6 +306,8 @@ fn ino_key(ino: u64) -> [u8; 8] {
     ino.to_le_bytes()
 }
 
+/// Making a cache, reading it without locks, filing and dropping names, inodes and
+/// attributes, statistics and memory pressure.
 impl Dcache {
     /// An empty cache holding only the root directory, [`ROOT_INO`].
     ///

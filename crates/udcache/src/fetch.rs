@@ -276,6 +276,7 @@ enum Role {
     Waiter(Arc<Call>),
 }
 
+/// Misses: asking the filesystem for a name, once however many threads miss it.
 impl Dcache {
     /// The FUSE lookup handler: the cached answer, or the filesystem's (filed in the cache),
     /// with concurrent misses of one name coalesced into one `fs.lookup` call. Every

@@ -83,6 +83,7 @@ impl Backend for Lister {
     }
 }
 
+/// Directory listings and directory changes.
 impl Dcache {
     /// Up to `max` entries of directory `dir` after `cookie` (`0`: from the start), served
     /// from the directory's cookie-indexed cache and read through the filesystem's

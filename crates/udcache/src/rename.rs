@@ -148,6 +148,7 @@ pub enum RenameMode {
     Exchange,
 }
 
+/// Renames.
 impl crate::Dcache {
     /// Moves the name `old_name` in `old_parent` to `new_name` in `new_parent` (or, with
     /// [`RenameMode::Exchange`], swaps the two names' inodes), inside one rename section: a

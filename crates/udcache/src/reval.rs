@@ -349,6 +349,7 @@ pub(crate) enum Settled {
     Absent,
 }
 
+/// Path resolution with revalidation and access checks, and entry timeouts.
 impl Dcache {
     /// Resolves `path` from `root`, revalidating names no longer trusted and, with `cred`,
     /// checking that it may search each directory on the way, asking the filesystem

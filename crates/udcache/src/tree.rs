@@ -107,6 +107,7 @@ pub enum Visit {
     Quit,
 }
 
+/// The tree below a directory: its positive children, a walk over them, invalidation.
 impl Dcache {
     /// The cached directory `dir` (held, for its state).
     fn dir_inode(&self, dir: u64) -> Result<InodeRef, Error> {

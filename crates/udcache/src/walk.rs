@@ -146,6 +146,7 @@ fn find_byte(byte: u8, s: &[u8]) -> Option<usize> {
     memchr::memchr(byte, s)
 }
 
+/// The lockless path walk.
 impl Dcache {
     /// Resolves `path` from directory `root`, lock-free unless a rename overlaps it (then once
     /// more under the rename lock). See the module rules (`walk.rs`).
