@@ -27,13 +27,14 @@
 //! (kept for the library's panics) and the readdir callback's bad-cookie answers (see
 //! `crate::readdir`); a broken contract is `EIO`.
 
+use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr;
-use std::sync::Arc;
+use std::sync::OnceLock;
 
-use dcache::fetch::defaults;
+use dcache::defaults;
 use dcache::readdir::{Fill, FillError};
-use dcache::{Cached, Cred, Filesystem, InodeSpec, Mask, Revalidate};
+use dcache::{Cached, Cred, Errno, Filesystem, InodeSpec, Mask, Revalidate};
 
 use crate::args::{self, check_size, versioned};
 use crate::errors::{CResult, ffi_call};
@@ -98,33 +99,71 @@ pub struct udc_ops {
 }
 versioned!(udc_ops);
 
-/// The callbacks as the cache sees them: a [`Filesystem`].
+/// The callbacks as the cache sees them: a [`Filesystem`], given to the cache when it is made
+/// and set by `udc_set_ops` (before that, none: the defaults and `ENOSYS`).
 pub(crate) struct Backend {
-    ops: udc_ops,
+    ops: OnceLock<udc_ops>,
 }
 
 // SAFETY: the header requires the callbacks and their context to be usable from any thread,
-// several at once (see the module rules); `ops` is never written after `udc_set_ops`.
+// several at once (see the module rules); `ops` is written once, by `udc_set_ops`, and only
+// read after (`OnceLock` orders the write before every read that sees it).
 unsafe impl Send for Backend {}
 // SAFETY: as above.
 unsafe impl Sync for Backend {}
 
+/// No callbacks (before `udc_set_ops`).
+const NO_OPS: udc_ops = udc_ops {
+    size: size_of::<udc_ops>(),
+    lookup: None,
+    readdir: None,
+    ctx: ptr::null_mut(),
+    revalidate: None,
+    access: None,
+};
+
 impl Backend {
-    /// No callbacks (before `udc_set_ops`).
-    pub(crate) const NONE: Backend = Backend {
-        ops: udc_ops {
-            size: size_of::<udc_ops>(),
-            lookup: None,
-            readdir: None,
-            ctx: ptr::null_mut(),
-            revalidate: None,
-            access: None,
-        },
-    };
+    /// No callbacks yet.
+    pub(crate) fn new() -> Self {
+        Backend { ops: OnceLock::new() }
+    }
+
+    /// The callbacks: those `udc_set_ops` set, or none.
+    fn ops(&self) -> &udc_ops {
+        self.ops.get().unwrap_or(&NO_OPS)
+    }
 
     /// Whether a readdir callback was given.
     pub(crate) fn has_readdir(&self) -> bool {
-        self.ops.readdir.is_some()
+        self.ops().readdir.is_some()
+    }
+}
+
+thread_local! {
+    /// The credential of the `udc_` call running on this thread that may make the cache ask
+    /// for rights (`udc_walk_as`, `udc_access`), for the access callback: the cache's [`Cred`]
+    /// holds only a digest of the groups, and it calls its filesystem on the calling thread.
+    static CALLER: Cell<*const crate::reval::udc_cred> = const { Cell::new(ptr::null()) };
+}
+
+/// The caller's credential lent to the access callback for the length of one `udc_` call
+/// (see [`CALLER`]); the one of an enclosing call (a callback's own `udc_` call) comes back
+/// when it drops.
+pub(crate) struct AsCaller {
+    outer: *const crate::reval::udc_cred,
+}
+
+impl AsCaller {
+    /// Lends `cred` (NULL: none) until the result drops; `cred` must outlive it.
+    pub(crate) fn lend(cred: Option<&crate::reval::udc_cred>) -> Self {
+        let cred = cred.map_or(ptr::null(), ptr::from_ref);
+        AsCaller { outer: CALLER.replace(cred) }
+    }
+}
+
+impl Drop for AsCaller {
+    fn drop(&mut self) {
+        CALLER.set(self.outer);
     }
 }
 
@@ -140,33 +179,37 @@ pub(crate) fn callback_errno(r: c_int) -> c_int {
 }
 
 impl Filesystem for Backend {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
-        let Some(lookup) = self.ops.lookup else { return Err(libc::ENOSYS) };
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
+        let ops = self.ops();
+        let Some(lookup) = ops.lookup else { return Err(Errno::new(libc::ENOSYS)) };
         let mut out = udc_entry::default();
         // SAFETY: `lookup` is the filesystem's function of the documented type; `name` is
         // valid for `name.len()` bytes and `out` is a live udc_entry, both for the call.
-        let r = unsafe { lookup(self.ops.ctx, parent, name.as_ptr().cast(), name.len(), &mut out) };
+        let r = unsafe { lookup(ops.ctx, parent, name.as_ptr().cast(), name.len(), &mut out) };
         match r {
-            1 => out.spec().map(Some).map_err(|_| libc::EIO),
+            1 => out.spec().map(Some).map_err(|_| Errno::EIO),
             0 => Ok(None),
-            r => Err(callback_errno(r)),
+            r => Err(Errno::new(callback_errno(r))),
         }
     }
 
     fn readdir(&self, dir: u64, cookie: u64, max: usize) -> Result<Fill, FillError> {
-        crate::readdir::call_readdir(self.ops.readdir, self.ops.ctx, (dir, cookie, max))
+        crate::readdir::call_readdir(self.ops().readdir, self.ops().ctx, (dir, cookie, max))
     }
 
     fn revalidate(&self, parent: u64, name: &[u8], cached: Cached, may_block: bool) -> Revalidate {
-        let (f, ctx) = (self.ops.revalidate, self.ops.ctx);
+        let (f, ctx) = (self.ops().revalidate, self.ops().ctx);
         crate::reval::call_revalidate(f, ctx, (parent, name), cached, may_block)
             .unwrap_or_else(|| defaults::revalidate(self, parent, name, cached, may_block))
     }
 
-    /// Without the caller's `udc_cred` (see [`crate::reval::AsCaller`], which the entry points
-    /// that check access use): the default, or `EIO` if there is an access callback.
-    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, i32> {
-        self.access_as(ino, cred, None)
+    /// With the caller's `udc_cred` that the entry points that check access lend
+    /// ([`AsCaller`]); without one, the default, or `EIO` if there is an access callback.
+    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, Errno> {
+        // SAFETY: NULL, or lent by an `AsCaller` of a call running on this thread, which
+        // outlives the cache's call of its filesystem (made on this thread, inside that call).
+        let c = unsafe { CALLER.get().as_ref() };
+        self.access_as(ino, cred, c).map_err(Errno::new)
     }
 }
 
@@ -179,13 +222,16 @@ impl Backend {
         cred: &Cred,
         c: Option<&crate::reval::udc_cred>,
     ) -> Result<Mask, i32> {
-        let Some(access) = self.ops.access else { return defaults::access(ino, cred) };
+        let ops = self.ops();
+        let Some(access) = ops.access else {
+            return defaults::access(ino, cred).map_err(|e| e.get());
+        };
         // Only `udc_access` and `udc_walk_as` make the cache ask for rights, and both pass the
         // caller's credential: without it the groups are unknown, so nothing is guessed.
         let c = c.ok_or(libc::EIO)?;
         // SAFETY: `access` is the filesystem's function of the documented type; `c` (and the
         // groups it points to, the caller's) is valid for the call.
-        let r = unsafe { access(self.ops.ctx, ino, c) };
+        let r = unsafe { access(ops.ctx, ino, c) };
         match u32::try_from(r) {
             Ok(bits) => Mask::from_bits(bits).ok_or(libc::EIO),
             Err(_) => Err(callback_errno(r)),
@@ -212,8 +258,8 @@ pub unsafe extern "C" fn udc_set_ops(cache: *mut udc_cache, ops: *const udc_ops)
         // SAFETY: NULL or a udc_ops (the caller's contract).
         let ops = unsafe { args::input(ops) }?;
         check_size(ops)?;
-        let backend = Arc::new(Backend { ops: udc_ops { size: size_of::<udc_ops>(), ..*ops } });
-        cache.backend.set(backend).map_err(|_| libc::EBUSY)?;
+        let ops = udc_ops { size: size_of::<udc_ops>(), ..*ops };
+        cache.backend.ops.set(ops).map_err(|_| libc::EBUSY)?;
         Ok(0)
     })
 }

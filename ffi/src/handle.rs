@@ -26,7 +26,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use dcache::{Config, Dcache, Timeouts, UnlinkPolicy};
 
@@ -129,8 +129,8 @@ impl udc_config {
 pub struct udc_cache {
     /// The cache.
     pub(crate) dcache: Dcache,
-    /// The filesystem's callbacks, set once by `udc_set_ops`.
-    pub(crate) backend: OnceLock<Arc<Backend>>,
+    /// The filesystem's callbacks, set once by `udc_set_ops`; the cache's filesystem.
+    pub(crate) backend: Arc<Backend>,
 }
 
 impl udc_cache {
@@ -168,8 +168,10 @@ impl udc_cache {
             negative: args::ttl(cfg.negative_timeout_ns),
             access: args::ttl(cfg.access_timeout_ns),
         });
-        let dcache = Dcache::try_new(config.with_unlink_policy(unlink)).map_err(fail)?;
-        Ok(udc_cache { dcache, backend: OnceLock::new() })
+        let backend = Arc::new(Backend::new());
+        let config = config.with_unlink_policy(unlink).with_filesystem(backend.clone());
+        let dcache = Dcache::try_new(config).map_err(fail)?;
+        Ok(udc_cache { dcache, backend })
     }
 }
 
@@ -356,11 +358,6 @@ fn collect_garbage() {
 }
 
 impl udc_cache {
-    /// The filesystem's callbacks, or none (every callback then fails with `ENOSYS`).
-    pub(crate) fn callbacks(&self) -> &Backend {
-        self.backend.get().map_or(&Backend::NONE, |b| b)
-    }
-
     /// Checks that `ino` is a cached directory: `ESTALE` if it is not cached, `ENOTDIR` if it
     /// is not a directory.
     pub(crate) fn check_dir(&self, ino: u64) -> Result<(), c_int> {

@@ -199,7 +199,7 @@ pub unsafe extern "C" fn udc_resolve(
     ffi_call(|| -> CResult {
         // SAFETY: the caller's contract, as documented.
         let (cache, name, out) = unsafe { read_args(cache, parent, name, len, out) }?;
-        let resolved = cache.dcache.resolve(cache.callbacks(), parent, name).map_err(fail_fs)?;
+        let resolved = cache.dcache.resolve(parent, name).map_err(fail_fs)?;
         match resolved {
             Resolved::Found(spec) => {
                 out.write(udc_entry::of(spec));

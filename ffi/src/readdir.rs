@@ -7,9 +7,7 @@
 //! The cache keeps the `enum udc_type` value of each entry as its type byte.
 
 use std::ffi::{c_char, c_int};
-use std::sync::Arc;
 
-use dcache::Filesystem;
 use dcache::readdir::{Entry, Fill, FillError, Verifier};
 
 use crate::args;
@@ -165,9 +163,10 @@ pub unsafe extern "C" fn udc_readdir(
             return Err(libc::EINVAL);
         }
         cache.check_dir(dir)?;
-        let backend = cache.backend.get().filter(|b| b.has_readdir()).ok_or(libc::ENOSYS)?;
-        let fs: Arc<dyn Filesystem> = backend.clone();
-        let batch = cache.dcache.readdir(&fs, dir, cookie, max).map_err(fail)?;
+        if !cache.backend.has_readdir() {
+            return Err(libc::ENOSYS);
+        }
+        let batch = cache.dcache.readdir(dir, cookie, max).map_err(fail)?;
         debug_assert!(batch.entries.len() <= max, "the readdir cache returned more than max");
         for (dst, e) in buf.iter_mut().zip(&batch.entries) {
             dst.write(udc_dirent::of(e));

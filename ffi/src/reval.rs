@@ -10,17 +10,16 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use dcache::readdir::{Fill, FillError};
-use dcache::{
-    AccessStamp, Blocked, Cached, Checked, Cred, Filesystem, InodeSpec, Mask, Revalidate,
-    Unblocked, epoch,
-};
+use dcache::{AccessStamp, Cached, Cred, Mask, OnMiss, PathEnd, Permission, Revalidate};
 
 use crate::args::{self, check_size, versioned};
-use crate::callbacks::Backend;
+use crate::callbacks::AsCaller;
 use crate::errors::{CResult, fail, fail_fs, ffi_call};
 use crate::handle::{self, udc_cache};
-use crate::lookup::{UDC_MISS, udc_walk_result, walk_args};
+use crate::lookup::{
+    UDC_MISS, UDC_WALK_FOUND, UDC_WALK_MISS, UDC_WALK_NEGATIVE, UDC_WALK_NOTDIR, UDC_WALK_SYMLINK,
+    udc_walk_result, walk_args,
+};
 use crate::types::udc_entry;
 
 /// Access mask bit: search a directory or execute a file (`X_OK`).
@@ -151,39 +150,6 @@ pub(crate) fn call_revalidate(
     })
 }
 
-/// The callbacks, with the calling thread's credential in its C form for the access callback
-/// (the cache's [`Cred`] holds only a digest of the groups).
-pub(crate) struct AsCaller<'a> {
-    backend: &'a Backend,
-    cred: Option<&'a udc_cred>,
-}
-
-// SAFETY: `Filesystem` asks for `Send + Sync`, but an `AsCaller` is a local of one entry point,
-// lent to the cache for the call, and the cache calls it only on the calling thread (it keeps
-// no `Filesystem` beyond a call); the `udc_cred` it points to is only read; `Backend` is
-// `Send + Sync` itself.
-unsafe impl Send for AsCaller<'_> {}
-// SAFETY: as above.
-unsafe impl Sync for AsCaller<'_> {}
-
-impl Filesystem for AsCaller<'_> {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
-        self.backend.lookup(parent, name)
-    }
-
-    fn readdir(&self, dir: u64, cookie: u64, max: usize) -> Result<Fill, FillError> {
-        self.backend.readdir(dir, cookie, max)
-    }
-
-    fn revalidate(&self, parent: u64, name: &[u8], cached: Cached, may_block: bool) -> Revalidate {
-        self.backend.revalidate(parent, name, cached, may_block)
-    }
-
-    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, i32> {
-        self.backend.access_as(ino, cred, self.cred)
-    }
-}
-
 /// A credential from C, checked (`size`; NULL `groups` with `ngroups` > 0, a misaligned
 /// `groups` or more than 65536 of them: `EINVAL`), and its digest.
 ///
@@ -285,38 +251,33 @@ pub unsafe extern "C" fn udc_walk_as(
         let (cache, path, out) = unsafe { walk_args(cache, path, len, out) }?;
         // SAFETY: NULL or a udc_cred (the caller's contract), checked.
         let cred = if cred.is_null() { None } else { Some(unsafe { cred_arg(cred) }?) };
-        let fs = AsCaller { backend: cache.callbacks(), cred: cred.map(|(c, _)| c) };
+        let _caller = AsCaller::lend(cred.map(|(c, _)| c));
         let digest = cred.as_ref().map(|(_, d)| d);
-        let components = path.split(|&b| b == b'/').filter(|c| !c.is_empty()).count();
-        let mut after = Unblocked::default();
-        for _ in 0..4 + 2 * components {
-            let ended = {
-                let guard = epoch::pin();
-                let walked = cache.dcache.walk_as_after(&guard, &fs, digest, root, path, &after);
-                ended(walked.map_err(fail)?)
-            };
-            match ended {
-                Ok(r) => {
-                    out.write(r);
-                    return Ok(r.kind as c_int);
-                }
-                // No guard pinned: the callbacks may block.
-                Err(blocked) => {
-                    after.merge(cache.dcache.unblock(&fs, digest, &blocked).map_err(fail_fs)?);
-                }
-            }
-        }
-        Err(libc::EAGAIN)
+        let end = cache.dcache.resolve_path(digest, root, path, OnMiss::Report);
+        let r = walk_result(end.map_err(fail_fs)?);
+        out.write(r);
+        Ok(r.kind as c_int)
     })
 }
 
-/// The result of a walk that ended, or the blocking work it needs (owned: the guard can go).
-fn ended(c: Checked<'_>) -> Result<udc_walk_result, Blocked> {
-    match c {
-        Checked::Done(w) => Ok(udc_walk_result::of(w)),
-        Checked::Denied { dir, at } => Ok(udc_walk_result::denied(dir, at)),
-        Checked::Blocked(b) => Err(b),
+/// The C form of how a `udc_walk_as` ended.
+fn walk_result(end: PathEnd) -> udc_walk_result {
+    let mut r = udc_walk_result { size: size_of::<udc_walk_result>(), ..Default::default() };
+    match end {
+        PathEnd::Found(spec) => (r.kind, r.entry) = (UDC_WALK_FOUND, udc_entry::of(spec)),
+        PathEnd::Negative { at } => (r.kind, r.offset) = (UDC_WALK_NEGATIVE, at),
+        PathEnd::Miss { parent, at } => (r.kind, r.parent, r.offset) = (UDC_WALK_MISS, parent, at),
+        PathEnd::Symlink { link, rest } => {
+            (r.kind, r.entry, r.offset) = (UDC_WALK_SYMLINK, udc_entry::of(link), rest)
+        }
+        PathEnd::NotDir { inode, at } => {
+            (r.kind, r.entry, r.offset) = (UDC_WALK_NOTDIR, udc_entry::of(inode), at)
+        }
+        PathEnd::Denied { dir, at } => return udc_walk_result::denied(dir, at),
+        // Not made by this version of the library.
+        _ => unreachable!("a walk end this version does not know: {end:?}"),
     }
+    r
 }
 
 /// Whether `cred` has every right of `mask` (`UDC_MAY_*` bits) on `ino`: the cached result,
@@ -379,16 +340,16 @@ unsafe fn check_access(
         // SAFETY: the caller's contract, as documented.
         let (cache, (c, cred), mask) = unsafe { access_args(cache, cred, mask) }?;
         if ask {
-            let fs = AsCaller { backend: cache.callbacks(), cred: Some(c) };
-            return match cache.dcache.access(&fs, ino, &cred, mask).map_err(fail_fs)? {
+            let _caller = AsCaller::lend(Some(c));
+            return match cache.dcache.access(ino, &cred, mask).map_err(fail_fs)? {
                 true => Ok(0),
                 false => Err(libc::EACCES),
             };
         }
         Ok(match cache.dcache.cached_access(ino, &cred, mask).map_err(fail)? {
-            Some(true) => UDC_ACCESS_ALLOWED,
-            Some(false) => UDC_ACCESS_DENIED,
-            None => UDC_MISS,
+            Permission::Allowed => UDC_ACCESS_ALLOWED,
+            Permission::Denied => UDC_ACCESS_DENIED,
+            _ => UDC_MISS,
         })
     })
 }

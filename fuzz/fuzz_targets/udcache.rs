@@ -22,12 +22,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use udcache::{
-    Child, Config, Dcache, Error, FileType, Filesystem, InodeSpec, InvalidName, Lookup, ROOT_INO,
-    RenameMode, Resolved, UnlinkPolicy, Visit, Walk, epoch,
+    Child, Config, Dcache, Errno, Error, FileType, Filesystem, InodeSpec, InvalidName, Lookup,
+    ROOT_INO, RenameMode, Resolved, UnlinkPolicy, Visit, Walk, epoch,
 };
 
 /// The rules for a name, written out here rather than taken from the library (its
@@ -448,6 +449,7 @@ impl Model {
     }
 
     fn resolve(&mut self, parent: u64, name: &[u8], fs: &ModelFs) -> Result<Resolved, Error> {
+        let answer = *fs.answer.lock().unwrap();
         name_rules(name)?;
         match self.dentries.get(&(parent, name.to_vec())) {
             Some(Some(ino)) => {
@@ -458,7 +460,7 @@ impl Model {
             Some(None) => return Ok(Resolved::Negative),
             None => {}
         }
-        match fs.answer {
+        match answer {
             Err(errno) => Err(Error::Backend(errno)),
             Ok(None) => self.add_negative(parent, name).map(|()| Resolved::Negative),
             Ok(Some(spec)) => match self.add(parent, name, spec) {
@@ -492,14 +494,14 @@ impl Model {
 
 /// A filesystem that answers what the operation says and counts its calls.
 struct ModelFs {
-    answer: Result<Option<InodeSpec>, i32>,
+    answer: Mutex<Result<Option<InodeSpec>, Errno>>,
     calls: AtomicU32,
 }
 
 impl Filesystem for ModelFs {
-    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         self.calls.fetch_add(1, Ordering::Relaxed);
-        self.answer
+        *self.answer.lock().unwrap()
     }
 }
 
@@ -615,7 +617,8 @@ fuzz_target!(|input: Input| {
         .with_buckets(1 << (input.buckets % 5))
         .with_negative_cap(input.cap.map(|c| usize::from(c % 8)))
         .with_unlink_policy(policy);
-    let cache = Dcache::new(config);
+    let fs = Arc::new(ModelFs { answer: Mutex::new(Ok(None)), calls: AtomicU32::new(0) });
+    let cache = Dcache::new(config.with_filesystem(fs.clone()));
     let mut model = Model::new(policy);
     for op in input.ops.iter().take(256) {
         let mut shrunk = None;
@@ -698,14 +701,15 @@ fuzz_target!(|input: Input| {
                 let answer = match *answer {
                     Answer::Exists { ino, kind, data } => Ok(Some(spec(ino, kind, data))),
                     Answer::Absent => Ok(None),
-                    Answer::Fail(errno) => Err(errno),
+                    Answer::Fail(errno) => Err(Errno::new(errno)),
                 };
-                let fs = ModelFs { answer, calls: AtomicU32::new(0) };
+                *fs.answer.lock().unwrap() = answer;
+                fs.calls.store(0, Ordering::Relaxed);
                 let asks =
                     name_rules(&name).is_ok() && !model.dentries.contains_key(&(dir, name.clone()));
                 let before = cache.stats().backend_lookups;
                 let want = model.resolve(dir, &name, &fs);
-                assert_eq!(cache.resolve(&fs, dir, &name), want, "resolve({dir}, {name:?})");
+                assert_eq!(cache.resolve(dir, &name), want, "resolve({dir}, {name:?})");
                 assert_eq!(fs.calls.load(Ordering::Relaxed), u32::from(asks), "calls");
                 assert_eq!(cache.stats().backend_lookups - before, u64::from(asks));
             }

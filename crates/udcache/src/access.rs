@@ -1,5 +1,5 @@
 //! The access cache: each inode's permission results per credential, the most recent one
-//! readable without locks (002's "check just the most recent entry").
+//! readable without locks.
 //!
 //! # Rules
 //!
@@ -35,7 +35,6 @@ use udcache_neghash::epoch::{self, Guard};
 use crate::cache::Dcache;
 use crate::clock::Ticks;
 use crate::error::Error;
-use crate::fetch::Filesystem;
 use crate::seq::SeqWords;
 use crate::stats::Event;
 use crate::sync::{AtomicU32, Mutex, Ordering, lock};
@@ -132,6 +131,27 @@ impl std::ops::BitOr for Mask {
     type Output = Mask;
     fn bitor(self, rhs: Mask) -> Mask {
         Mask(self.0 | rhs.0)
+    }
+}
+
+/// A cached access answer ([`Dcache::may_access`], [`Dcache::cached_access`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Permission {
+    /// A trusted result grants every right asked.
+    Allowed,
+    /// A trusted result lacks one of them.
+    Denied,
+    /// No trusted result for the credential is cached: ask ([`Dcache::access`]).
+    Unknown,
+}
+
+impl Permission {
+    fn of(answer: Option<bool>) -> Self {
+        match answer {
+            Some(true) => Permission::Allowed,
+            Some(false) => Permission::Denied,
+            None => Permission::Unknown,
+        }
     }
 }
 
@@ -298,60 +318,62 @@ impl AccessCache {
     }
 }
 
+/// Access checks: the cached permission results of each inode and credential.
 impl Dcache {
     /// The lockless access check: whether `cred` has every right of `mask` on `ino`, if the
-    /// inode's most recent access result answers it (`None`: take [`Dcache::access`]). No lock,
-    /// no shared write but a statistics stripe. [`Mask::NONE`] is `Some(true)` for a cached
-    /// inode, as in [`access`](Self::access).
+    /// inode's most recent access result answers it ([`Permission::Unknown`], also for an
+    /// inode not cached: take [`Dcache::access`]). No lock, no shared write but a statistics
+    /// stripe. [`Mask::NONE`] is [`Permission::Allowed`] for a cached inode, as in
+    /// [`access`](Self::access).
     ///
     /// ```
-    /// use udcache::{Config, Cred, Dcache, Filesystem, InodeSpec, Mask, ROOT_INO, epoch};
+    /// use std::sync::Arc;
+    /// use udcache::{Config, Cred, Dcache, Errno, Filesystem, InodeSpec, Mask, Permission, ROOT_INO, epoch};
     /// struct ReadOnly;
     /// impl Filesystem for ReadOnly {
-    ///     fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, i32> { Ok(None) }
-    ///     fn access(&self, _ino: u64, _cred: &Cred) -> Result<Mask, i32> {
+    ///     fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, Errno> { Ok(None) }
+    ///     fn access(&self, _ino: u64, _cred: &Cred) -> Result<Mask, Errno> {
     ///         Ok(Mask::READ | Mask::EXEC)
     ///     }
     /// }
-    /// let cache = Dcache::new(Config::for_entries(64));
+    /// let cache = Dcache::new(Config::for_entries(64).with_filesystem(Arc::new(ReadOnly)));
     /// let me = Cred::new(1000, 1000, &[]);
     /// let guard = epoch::pin();
-    /// assert_eq!(cache.may_access(&guard, ROOT_INO, &me, Mask::EXEC), None); // not cached yet
+    /// assert_eq!(cache.may_access(&guard, ROOT_INO, &me, Mask::EXEC), Permission::Unknown);
     /// drop(guard);
-    /// assert_eq!(cache.access(&ReadOnly, ROOT_INO, &me, Mask::WRITE), Ok(false)); // asks
+    /// assert_eq!(cache.access(ROOT_INO, &me, Mask::WRITE), Ok(false)); // asks
     /// let guard = epoch::pin();
-    /// assert_eq!(cache.may_access(&guard, ROOT_INO, &me, Mask::EXEC), Some(true));
+    /// assert_eq!(cache.may_access(&guard, ROOT_INO, &me, Mask::EXEC), Permission::Allowed);
     /// ```
-    pub fn may_access(&self, guard: &Guard, ino: u64, cred: &Cred, mask: Mask) -> Option<bool> {
-        let inode = self.inode(guard, ino)?;
+    pub fn may_access(&self, guard: &Guard, ino: u64, cred: &Cred, mask: Mask) -> Permission {
+        let Some(inode) = self.inode(guard, ino) else { return Permission::Unknown };
         if mask == Mask::NONE {
-            return Some(true);
+            return Permission::Allowed;
         }
         let answer = inode.access.check(cred, mask, || self.ticks.now());
         if answer.is_some() {
             self.events.bump(Event::AccessHit);
         }
-        answer
+        Permission::of(answer)
     }
 
     /// Whether `cred` has every right of `mask` on `ino`: the most recent result, then the
-    /// inode's other results (under its lock), then `fs.access` (no lock held, no guard
-    /// pinned), whose answer is cached for [`Timeouts::access`](crate::Timeouts::access).
+    /// inode's other results (under its lock), then the filesystem's
+    /// [`access`](crate::Filesystem::access) (no lock held, no guard pinned), whose answer is cached
+    /// for [`Timeouts::access`](crate::Timeouts::access).
     ///
     /// [`Mask::NONE`] asks only that `ino` is cached (as `access(2)`'s `F_OK` asks that the
     /// file exists): `true`, with no filesystem call.
     ///
-    /// Errors: [`Error::UnknownInode`]; the filesystem's errno ([`Error::Backend`], not cached).
-    pub fn access(
-        &self,
-        fs: &dyn Filesystem,
-        ino: u64,
-        cred: &Cred,
-        mask: Mask,
-    ) -> Result<bool, Error> {
-        if let Some(allowed) = self.cached_access(ino, cred, mask)? {
-            return Ok(allowed);
+    /// Errors: [`Error::UnknownInode`]; the filesystem's errno ([`Error::Backend`], not
+    /// cached); [`Error::NoFilesystem`] if it must ask and the cache has none.
+    pub fn access(&self, ino: u64, cred: &Cred, mask: Mask) -> Result<bool, Error> {
+        match self.cached_access(ino, cred, mask)? {
+            Permission::Allowed => return Ok(true),
+            Permission::Denied => return Ok(false),
+            Permission::Unknown => {}
         }
+        let fs = self.filesystem()?;
         let stamp = self.access_stamp(ino)?;
         self.events.bump(Event::AccessCall);
         let allowed = fs.access(ino, cred).map_err(Error::Backend)?;
@@ -360,15 +382,17 @@ impl Dcache {
     }
 
     /// The cached answer (the most recent result, then the inode's others, under its lock),
-    /// without asking anyone: `None` if no trusted result for `cred` is cached.
+    /// without asking anyone: [`Permission::Unknown`] if no trusted result for `cred` is
+    /// cached.
     ///
-    /// [`Mask::NONE`] is `Some(true)` for a cached inode, as in [`access`](Self::access).
+    /// [`Mask::NONE`] is [`Permission::Allowed`] for a cached inode, as in
+    /// [`access`](Self::access).
     ///
     /// Errors: [`Error::UnknownInode`].
-    pub fn cached_access(&self, ino: u64, cred: &Cred, mask: Mask) -> Result<Option<bool>, Error> {
+    pub fn cached_access(&self, ino: u64, cred: &Cred, mask: Mask) -> Result<Permission, Error> {
         let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
         if mask == Mask::NONE {
-            return Ok(Some(true));
+            return Ok(Permission::Allowed);
         }
         let cache = &inode.access;
         let answer = cache
@@ -377,11 +401,11 @@ impl Dcache {
         if answer.is_some() {
             self.events.bump(Event::AccessHit);
         }
-        Ok(answer)
+        Ok(Permission::of(answer))
     }
 
     /// Marks the state of `ino`'s access results before its permissions are computed by the
-    /// caller (instead of [`Filesystem::access`]): [`Dcache::store_access`] files the answer
+    /// caller (instead of [`Filesystem::access`](crate::Filesystem::access)): [`Dcache::store_access`] files the answer
     /// only if no revocation (and no other file under the number) came between.
     ///
     /// Errors: [`Error::UnknownInode`].
@@ -398,14 +422,14 @@ impl Dcache {
     /// Errors: [`Error::UnknownInode`].
     ///
     /// ```
-    /// use udcache::{Config, Cred, Dcache, Mask, ROOT_INO, epoch};
+    /// use udcache::{Config, Cred, Dcache, Mask, Permission, ROOT_INO, epoch};
     /// let cache = Dcache::new(Config::for_entries(16));
     /// let me = Cred::new(1000, 1000, &[]);
-    /// assert_eq!(cache.cached_access(ROOT_INO, &me, Mask::READ), Ok(None));
+    /// assert_eq!(cache.cached_access(ROOT_INO, &me, Mask::READ), Ok(Permission::Unknown));
     /// let stamp = cache.access_stamp(ROOT_INO).unwrap();
     /// let rights = Mask::READ | Mask::EXEC; // computed by the caller from its own permissions
     /// assert_eq!(cache.store_access(ROOT_INO, &me, rights, stamp), Ok(true));
-    /// assert_eq!(cache.may_access(&epoch::pin(), ROOT_INO, &me, Mask::READ), Some(true));
+    /// assert_eq!(cache.may_access(&epoch::pin(), ROOT_INO, &me, Mask::READ), Permission::Allowed);
     /// cache.acl_changed(ROOT_INO).unwrap();
     /// assert_eq!(cache.store_access(ROOT_INO, &me, rights, stamp), Ok(false)); // out of date
     /// ```
@@ -491,12 +515,16 @@ mod tests {
             let forged = AccessStamp::from_raw(forged);
             assert_eq!(cache.store_access(ROOT_INO, &me, Mask::ALL, forged), Ok(false));
         }
-        assert_eq!(cache.cached_access(ROOT_INO, &me, Mask::READ), Ok(None), "nothing filed");
+        assert_eq!(
+            cache.cached_access(ROOT_INO, &me, Mask::READ),
+            Ok(Permission::Unknown),
+            "nothing filed"
+        );
         cache.acl_changed(ROOT_INO).unwrap();
         // The generation a stamp would have now: accepted, though computed before the change.
         let next = AccessStamp::from_raw(stamp.to_raw() + 1);
         assert_eq!(next, cache.access_stamp(ROOT_INO).unwrap());
         assert_eq!(cache.store_access(ROOT_INO, &me, Mask::READ, next), Ok(true));
-        assert_eq!(cache.cached_access(ROOT_INO, &me, Mask::READ), Ok(Some(true)));
+        assert_eq!(cache.cached_access(ROOT_INO, &me, Mask::READ), Ok(Permission::Allowed));
     }
 }

@@ -29,11 +29,10 @@
 //!   directory cached without a name (its name was shrunk, unlinked or invalidated away) opens
 //!   a rename section first: it moves the directory's `..`, and it drops what was cached below
 //!   the directory while it had none (no `invalidate` of an ancestor could reach it).
-//! - **Rename lock and sequence**: see [`crate::rename`].
-//! - **Lock order**: rename lock → inode stripes (two, ascending: a rename section's exchange,
-//!   and `add`'s inode and parent) → name stripes (ascending) → an inode's alias list →
-//!   neghash's locks. A directory's report lock (a change of its verifier) is taken with none
-//!   of these held, and before its listing's mutex (see [`crate::listing`]).
+//! - **Rename lock and sequence**: see `rename.rs`.
+//! - **Lock order**: the "Lock order" table in the repository's `ARCHITECTURE.md`. Two stripes
+//!   of one kind are taken in ascending order (a rename section's exchange, and `add`'s inode
+//!   and parent).
 //! - **Publish and retire**: an inode becomes reachable by a `Release` store of a slot or a
 //!   neghash insert (both `Release`); a removed entry is freed through the epoch, after every
 //!   reader pinned at the time, and an inode whose last count is dropped is reused by its pool
@@ -41,11 +40,11 @@
 //! - **Validity**: each dentry's expiry and parent generation sit beside its slot, written
 //!   under the name's stripe lock with the inode pointer; lockless readers
 //!   ([`Dcache::lookup`], walks, the cached answer of `resolve`) trust only fresh dentries and
-//!   treat the others as misses to revalidate. Rules in `valid.rs` and [`crate::reval`].
+//!   treat the others as misses to revalidate. Rules in `valid.rs` and `reval.rs`.
 //! - **Eviction**: neghash's rules evict settled *negative* dentries at any time (the bound on
 //!   negatives). Positive dentries leave only through this crate ([`Dcache::shrink`],
 //!   `invalidate`, `unlink`, `forget`), each under the name's stripe lock with the alias list
-//!   and the parent's children map kept in step (see [`crate::tree`]); inodes leave only by
+//!   and the parent's children map kept in step (see `tree.rs`); inodes leave only by
 //!   `forget`.
 
 use std::mem::ManuallyDrop;
@@ -64,7 +63,7 @@ use crate::dentry::{
     Dentry, DentryEntry, DentryWrites, Exclusive, InodeLock, NameLock, Named, Slot,
 };
 use crate::error::Error;
-use crate::fetch::Inflight;
+use crate::fetch::{Filesystem, Inflight};
 use crate::inode::{FileType, Inode, InodeSpec};
 use crate::listing;
 use crate::name::validate_name;
@@ -106,6 +105,17 @@ pub struct Config {
     page_entries: NonZeroUsize,
     timeouts: Timeouts,
     clock: SharedClock,
+    fs: Option<SharedFs>,
+}
+
+/// The configured filesystem (a newtype only so that `Config` can be `Debug`).
+#[derive(Clone)]
+struct SharedFs(Arc<dyn Filesystem>);
+
+impl std::fmt::Debug for SharedFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Filesystem")
+    }
 }
 
 /// The configured clock (a newtype only so that `Config` can be `Debug`).
@@ -144,7 +154,29 @@ impl Config {
             page_entries: NonZeroUsize::new(128).expect("non-zero"),
             timeouts: Timeouts::FOREVER,
             clock: SharedClock(Arc::new(CoarseClock)),
+            fs: None,
         }
+    }
+
+    /// The filesystem the cache asks on a miss, a stale name, an access check it has no
+    /// answer for, and a directory listing it lacks: the one backend of every call that asks
+    /// ([`Dcache::resolve`], [`Dcache::resolve_path`], [`Dcache::access`],
+    /// [`Dcache::readdir`]). A cache without one (the default) is a pure cache: those calls
+    /// answer what is cached and [`Error::NoFilesystem`] where they would have to ask.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use udcache::{Config, Dcache, Errno, Filesystem, InodeSpec, Resolved, ROOT_INO};
+    /// struct Empty;
+    /// impl Filesystem for Empty {
+    ///     fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, Errno> { Ok(None) }
+    /// }
+    /// let cache = Dcache::new(Config::for_entries(64).with_filesystem(Arc::new(Empty)));
+    /// assert_eq!(cache.resolve(ROOT_INO, b"x"), Ok(Resolved::Negative));
+    /// ```
+    pub fn with_filesystem(mut self, fs: Arc<dyn Filesystem>) -> Self {
+        self.fs = Some(SharedFs(fs));
+        self
     }
 
     /// How long dentries and access results are trusted without asking the filesystem
@@ -156,7 +188,7 @@ impl Config {
 
     /// The clock those timeouts and attribute expiries ([`Dcache::setattr`]) run on (default
     /// [`CoarseClock`]; a
-    /// [`ManualClock`](crate::clock::ManualClock) for simulated time).
+    /// [`ManualClock`](crate::ManualClock) for simulated time).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = SharedClock(clock);
         self
@@ -267,12 +299,15 @@ pub struct Dcache {
     root: ManuallyDrop<InodeRef>,
     pub(crate) ticks: Ticks,
     pub(crate) timeouts: Timeouts,
+    fs: Option<Arc<dyn Filesystem>>,
 }
 
 fn ino_key(ino: u64) -> [u8; 8] {
     ino.to_le_bytes()
 }
 
+/// Making a cache, reading it without locks, filing and dropping names, inodes and
+/// attributes, statistics and memory pressure.
 impl Dcache {
     /// An empty cache holding only the root directory, [`ROOT_INO`].
     ///
@@ -313,6 +348,7 @@ impl Dcache {
             root: ManuallyDrop::new(root.clone()),
             ticks: Ticks::new(config.clock.0),
             timeouts: config.timeouts,
+            fs: config.fs.map(|f| f.0),
         };
         drop(cache.inodes.insert(
             INODE_KEY_PARENT,
@@ -321,6 +357,12 @@ impl Dcache {
             Slot::positive(root),
         ));
         Ok(cache)
+    }
+
+    /// The configured filesystem (see [`Config::with_filesystem`]), or
+    /// [`Error::NoFilesystem`].
+    pub(crate) fn filesystem(&self) -> Result<&Arc<dyn Filesystem>, Error> {
+        self.fs.as_ref().ok_or(Error::NoFilesystem)
     }
 
     /// The cached inode numbered `ino`, borrowed for the guard's life. No lock, and no write:
@@ -532,7 +574,7 @@ impl Dcache {
         self.names.get(parent, name)
     }
 
-    /// Opens a rename section (see [`crate::rename`]).
+    /// Opens a rename section (see `rename.rs`).
     pub(crate) fn write_section(&self) -> crate::rename::WriteSection<'_> {
         self.rename.write()
     }
@@ -783,7 +825,7 @@ impl Dcache {
         }
     }
 
-    /// Notes in directory `parent` that it has (had) a negative child (see [`crate::tree`]).
+    /// Notes in directory `parent` that it has (had) a negative child (see `tree.rs`).
     fn note_negative_child(&self, parent: u64) {
         if let Some(dir) = self.dir_state(&epoch::pin(), parent) {
             dir.note_negative();
@@ -793,7 +835,7 @@ impl Dcache {
     /// Removes the name `name` from `parent`: the dentry turns negative or is dropped, by the
     /// configured [`UnlinkPolicy`]. The inode stays cached (and its lookup count unchanged)
     /// until [`forget`](Self::forget). Unlinking a directory opens a rename section (see
-    /// [`crate::rename`]); the filesystem is trusted to have checked it was empty.
+    /// `rename.rs`); the filesystem is trusted to have checked it was empty.
     ///
     /// Errors, changing nothing: a bad name; no positive dentry ([`Error::NotFound`]). A
     /// filesystem that did remove the name then calls [`invalidate`](Self::invalidate) on it:
@@ -930,14 +972,14 @@ impl Dcache {
     /// Caches `attr` for `ino` for `ttl` from now on the cache's [`Clock`] (nanosecond
     /// precision; `Duration::ZERO`: expired at once; `Duration::MAX`: never expires). A change
     /// of mode, owner or group forgets every cached access result of the inode (see
-    /// [`crate::access`]) before this returns.
+    /// `access.rs`) before this returns.
     ///
     /// Errors: [`Error::UnknownInode`].
     ///
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// use udcache::clock::ManualClock;
+    /// use udcache::ManualClock;
     /// use udcache::{Attr, Config, Dcache, ROOT_INO};
     /// let clock = Arc::new(ManualClock::new());
     /// let cache = Dcache::new(Config::for_entries(16).with_clock(clock.clone()));
@@ -990,6 +1032,7 @@ impl Dcache {
             fallback_needs_block: self.events.get(Event::Fallback(Reason::NeedsBlock)),
             access_hits: self.events.get(Event::AccessHit),
             access_calls: self.events.get(Event::AccessCall),
+            path_walks: self.events.get(Event::PathWalk),
         }
     }
 

@@ -62,7 +62,7 @@ impl Clock for CoarseClock {
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use udcache::clock::{Clock, ManualClock};
+/// use udcache::{Clock, ManualClock};
 /// let clock = Arc::new(ManualClock::new());
 /// clock.advance(Duration::from_millis(1500));
 /// assert_eq!(clock.now(), Duration::from_millis(1500));

@@ -48,13 +48,13 @@ use crate::recycle::InodeRef;
 use crate::sync::{AtomicPtr, AtomicU64, MutexGuard, Ordering};
 use crate::valid::Validity;
 
-/// Proof that the caller holds the stripe lock of the names it writes (see [`crate::cache`]).
+/// Proof that the caller holds the stripe lock of the names it writes (see `cache.rs`).
 pub(crate) struct NameLock<'a> {
     pub(crate) _guards: (MutexGuard<'a, ()>, Option<MutexGuard<'a, ()>>),
 }
 
 /// Proof that the caller holds the stripe lock of the inode numbers it writes in the inode
-/// table (see [`crate::cache`]).
+/// table (see `cache.rs`).
 pub(crate) struct InodeLock<'a> {
     pub(crate) _guard: MutexGuard<'a, ()>,
 }

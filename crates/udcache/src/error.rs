@@ -2,8 +2,41 @@
 
 use std::fmt;
 
+/// An errno value (positive), as a [`Filesystem`](crate::Filesystem) reports a failure and a
+/// C ABI or a FUSE reply passes it on.
+///
+/// ```
+/// use udcache::Errno;
+/// assert_eq!(Errno::new(libc::ENOENT).get(), libc::ENOENT);
+/// assert_eq!(Errno::new(-3), Errno::EIO); // not an errno: taken as EIO
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Errno(i32);
+
+impl Errno {
+    /// `EIO`: an I/O error, and what a value that is no errno is taken as.
+    pub const EIO: Errno = Errno(libc::EIO);
+
+    /// The errno `errno`; zero or a negative value (no errno) is taken as [`Errno::EIO`].
+    pub const fn new(errno: i32) -> Self {
+        if errno > 0 { Errno(errno) } else { Errno::EIO }
+    }
+
+    /// The value (positive).
+    pub const fn get(self) -> i32 {
+        self.0
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "errno {}", self.0)
+    }
+}
+
 /// Why an operation was refused. A refused operation has changed nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// The name is empty, `.` or `..`, contains `/` or NUL, or is longer than
     /// [`NAME_MAX`](crate::NAME_MAX) bytes.
@@ -34,8 +67,15 @@ pub enum Error {
         /// The count asked to forget.
         asked: u64,
     },
-    /// The filesystem's lookup failed with this errno (not cached).
-    Backend(i32),
+    /// The filesystem failed with this errno (not cached).
+    Backend(Errno),
+    /// The call must ask the filesystem and the cache has none (see
+    /// [`Config::with_filesystem`](crate::Config::with_filesystem)).
+    NoFilesystem,
+    /// A path resolution still had blocking work to do after its last allowed round: names
+    /// or directories kept changing under it (see
+    /// [`Dcache::resolve_path`](crate::Dcache::resolve_path)). Trying again may succeed.
+    Unsettled,
     /// A directory listing failed (see [`Dcache::readdir`](crate::Dcache::readdir)).
     Readdir(udcache_readdir::Error),
     /// The tables of a new cache do not fit in memory (see
@@ -62,7 +102,9 @@ impl Error {
                 libc::EINVAL
             }
             Error::DirectoryAlias(_) => libc::EMLINK,
-            Error::Backend(errno) => *errno,
+            Error::Backend(errno) => errno.get(),
+            Error::NoFilesystem => libc::ENOSYS,
+            Error::Unsettled => libc::EAGAIN,
             Error::Readdir(e) => e.errno(),
             Error::OutOfMemory => libc::ENOMEM,
         }
@@ -71,6 +113,7 @@ impl Error {
 
 /// What is wrong with a name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum InvalidName {
     /// Zero bytes.
     Empty,
@@ -97,7 +140,9 @@ impl fmt::Display for Error {
             Error::BadForget { ino, have, asked } => {
                 write!(f, "forget {asked} lookups of inode {ino}, which has {have}")
             }
-            Error::Backend(errno) => write!(f, "filesystem lookup failed: errno {errno}"),
+            Error::Backend(errno) => write!(f, "the filesystem failed: {errno}"),
+            Error::NoFilesystem => f.write_str("the cache has no filesystem to ask"),
+            Error::Unsettled => f.write_str("the path kept changing during its resolution"),
             Error::Readdir(e) => write!(f, "readdir: {e}"),
             Error::OutOfMemory => f.write_str("the cache's tables do not fit in memory"),
         }

@@ -9,7 +9,7 @@
 //!   vector searched by comparing keys: a server has about one call in flight per thread, and
 //!   scanning a handful beats hashing the name (and copying it to look it up) on every miss.
 //! - A call is a lookup of a missing name or the blocking revalidation of a stale one (see
-//!   [`crate::reval`]), which may end in a lookup; both read the parent's generation before
+//!   `reval.rs`), which may end in a lookup; both read the parent's generation before
 //!   asking and file what they learn under it.
 //! - The filesystem is called with no lock held and no epoch guard pinned (a slow call must not
 //!   hold back grace periods).
@@ -41,7 +41,7 @@ use udcache_readdir::{Fill, FillError};
 
 use crate::access::{Cred, Mask};
 use crate::cache::{Dcache, Found};
-use crate::error::Error;
+use crate::error::{Errno, Error};
 use crate::inode::InodeSpec;
 use crate::name::validate_name;
 use crate::reval::{Cached, Revalidate, Settled};
@@ -49,12 +49,14 @@ use crate::splice::Spliced;
 use crate::stats::Event;
 use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, lock, spin};
 
-/// The filesystem behind the cache: asked on a miss, and for directory listings.
+/// The filesystem behind the cache: asked on a miss, for a stale name, for access rights and
+/// for directory listings. A cache holds one for its life
+/// ([`Config::with_filesystem`](crate::Config::with_filesystem)).
 pub trait Filesystem: Send + Sync {
     /// Looks `name` up in directory `parent`: `Ok(Some(inode))` if it exists, `Ok(None)` if it
     /// does not (the cache remembers that as a negative dentry), `Err(errno)` on failure
     /// (not cached).
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32>;
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno>;
 
     /// Lists directory `dir`: up to `max` entries after `cookie` (`0`: from the start), as
     /// [`udcache_readdir::Backend::fill`] describes. Called by
@@ -69,7 +71,7 @@ pub trait Filesystem: Send + Sync {
     /// its directory changed: `cached` says which). With `may_block` false the cache is in
     /// the middle of a lockless walk: answer only from what is at hand, without locks that
     /// may wait or I/O, and say [`Revalidate::NeedsBlock`] otherwise; the cache asks again
-    /// with `may_block` true. See [`crate::reval`].
+    /// with `may_block` true. See `reval.rs`.
     ///
     /// The default, [`defaults::revalidate`], blocks for everything: it says `NeedsBlock`,
     /// then asks [`lookup`](Self::lookup) and compares inode numbers.
@@ -80,7 +82,7 @@ pub trait Filesystem: Send + Sync {
     /// The rights `cred` has on `ino` (all three asked at once; the cache keeps the answer).
     /// Called with no cache lock held. The default, [`defaults::access`], grants everything
     /// (a filesystem without permissions of its own).
-    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, i32> {
+    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, Errno> {
         defaults::access(ino, cred)
     }
 }
@@ -89,7 +91,7 @@ pub trait Filesystem: Send + Sync {
 /// that overrides a method but wants the default in some cases (an adapter whose callback is
 /// optional, say).
 pub mod defaults {
-    use super::{Cached, Cred, Filesystem, Mask, Revalidate};
+    use super::{Cached, Cred, Errno, Filesystem, Mask, Revalidate};
 
     /// [`Filesystem::revalidate`]'s default: `NeedsBlock` when it may not block; else a fresh
     /// `fs.lookup` of the name, `Valid` (for the configured timeout) if it names the same
@@ -113,7 +115,7 @@ pub mod defaults {
     }
 
     /// [`Filesystem::access`]'s default: every right, for everyone.
-    pub fn access(ino: u64, cred: &Cred) -> Result<Mask, i32> {
+    pub fn access(ino: u64, cred: &Cred) -> Result<Mask, Errno> {
         let _ = (ino, cred);
         Ok(Mask::ALL)
     }
@@ -127,8 +129,6 @@ pub enum Resolved {
     /// The name does not exist.
     Negative,
 }
-
-type Answer = Result<Resolved, Error>;
 
 /// What one call settled: an answer, or `None` when a revalidation alone dropped the dentry.
 type Settle = Result<Option<Resolved>, Error>;
@@ -243,7 +243,7 @@ impl Drop for Ending<'_> {
             let at = calls.iter().position(|c| std::ptr::eq(&**c, self.call));
             calls.swap_remove(at.expect("a call stays listed until its caller ends it"));
         }
-        let answer = self.answer.take().unwrap_or(Err(Error::Backend(libc::EIO)));
+        let answer = self.answer.take().unwrap_or(Err(Error::Backend(Errno::EIO)));
         let waiters = {
             let mut state = lock(&self.call.state);
             state.answer = Some(answer);
@@ -276,6 +276,7 @@ enum Role {
     Waiter(Arc<Call>),
 }
 
+/// Misses: asking the filesystem for a name, once however many threads miss it.
 impl Dcache {
     /// The FUSE lookup handler: the cached answer, or the filesystem's (filed in the cache),
     /// with concurrent misses of one name coalesced into one `fs.lookup` call. Every
@@ -293,32 +294,36 @@ impl Dcache {
     /// does not exist), [`Resolved::Found`] lets it go on from the inode found. Walking the
     /// same components again is no substitute: a miss in a directory whose complete listing is
     /// cached is answered `Negative` from the listing, filing no negative dentry (see
-    /// [`crate::listing`]), so the walk would miss there again.
+    /// `listing.rs`), so the walk would miss there again.
     ///
     /// Errors: a bad name; the filesystem's errno ([`Error::Backend`]), or an error filing its
     /// answer (e.g. a parent that is not a cached directory; [`Error::DirectoryAlias`] for the
     /// root, for a directory named inside itself, or for a directory whose name kept changing
     /// while its answer was filed).
     ///
+    /// Without a filesystem ([`Config::with_filesystem`](crate::Config::with_filesystem)),
+    /// only what is cached is answered: a miss or a stale name is [`Error::NoFilesystem`].
+    ///
     /// ```
-    /// use udcache::{Config, Dcache, FileType, Filesystem, InodeSpec, Resolved, ROOT_INO};
+    /// use std::sync::Arc;
+    /// use udcache::{Config, Dcache, Errno, FileType, Filesystem, InodeSpec, Resolved, ROOT_INO};
     /// struct OneFile;
     /// impl Filesystem for OneFile {
-    ///     fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    ///     fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
     ///         Ok((name == b"hello").then_some(InodeSpec { ino: 5, kind: FileType::Regular, fs_data: 0 }))
     ///     }
     /// }
-    /// let cache = Dcache::new(Config::for_entries(64));
-    /// assert!(matches!(cache.resolve(&OneFile, ROOT_INO, b"hello"), Ok(Resolved::Found(s)) if s.ino == 5));
-    /// assert_eq!(cache.resolve(&OneFile, ROOT_INO, b"other"), Ok(Resolved::Negative));
+    /// let cache = Dcache::new(Config::for_entries(64).with_filesystem(Arc::new(OneFile)));
+    /// assert!(matches!(cache.resolve(ROOT_INO, b"hello"), Ok(Resolved::Found(s)) if s.ino == 5));
+    /// assert_eq!(cache.resolve(ROOT_INO, b"other"), Ok(Resolved::Negative));
     /// assert_eq!(cache.stats().backend_lookups, 2);
-    /// cache.resolve(&OneFile, ROOT_INO, b"hello").unwrap(); // cached now
+    /// cache.resolve(ROOT_INO, b"hello").unwrap(); // cached now
     /// assert_eq!(cache.stats().backend_lookups, 2);
     /// ```
-    pub fn resolve(&self, fs: &dyn Filesystem, parent: u64, name: &[u8]) -> Answer {
+    pub fn resolve(&self, parent: u64, name: &[u8]) -> Result<Resolved, Error> {
         validate_name(name)?;
         loop {
-            match self.fetch(fs, parent, name, true)? {
+            match self.fetch(parent, name, true)? {
                 Some(Resolved::Found(spec)) => match self.count_lookup(spec.ino) {
                     Ok(()) => return Ok(Resolved::Found(spec)),
                     // Forgotten in between: resolve again.
@@ -334,16 +339,10 @@ impl Dcache {
 
     /// The fresh cached answer, or one call (a revalidation, then a lookup if `lookup`) made
     /// or waited for. Counts no lookup.
-    pub(crate) fn fetch(
-        &self,
-        fs: &dyn Filesystem,
-        parent: u64,
-        name: &[u8],
-        lookup: bool,
-    ) -> Settle {
+    pub(crate) fn fetch(&self, parent: u64, name: &[u8], lookup: bool) -> Settle {
         match self.role(parent, name) {
             Role::Cached(r) => Ok(Some(r)),
-            Role::Caller(call) => self.call(fs, parent, name, &call, lookup),
+            Role::Caller(call) => self.call(parent, name, &call, lookup),
             Role::Waiter(call) => {
                 self.events.bump(Event::CoalescedMiss);
                 let waiting = std::time::Instant::now();
@@ -393,22 +392,16 @@ impl Dcache {
     }
 
     /// Calls the filesystem, files the answer, wakes the waiters (see [`Ending`]).
-    fn call(
-        &self,
-        fs: &dyn Filesystem,
-        parent: u64,
-        name: &[u8],
-        call: &Call,
-        lookup: bool,
-    ) -> Settle {
+    fn call(&self, parent: u64, name: &[u8], call: &Call, lookup: bool) -> Settle {
         let mut ending = Ending { inflight: &self.inflight, call, answer: None };
-        let answer = self.settle(fs, parent, name, lookup);
+        let answer = self.settle(parent, name, lookup);
         ending.answer = Some(answer.clone());
         answer
     }
 
     /// The filesystem calls of one miss or stale name (no lock held, no guard pinned).
-    fn settle(&self, fs: &dyn Filesystem, parent: u64, name: &[u8], lookup: bool) -> Settle {
+    fn settle(&self, parent: u64, name: &[u8], lookup: bool) -> Settle {
+        let fs = &**self.filesystem()?;
         // Every answer below is only as new as this generation: read before asking.
         let generation = self.dir_gen_now(parent);
         match self.revalidate_blocking(fs, parent, name, generation) {

@@ -8,20 +8,20 @@
 //! - `lookups` (FUSE's `nlookup`) changes only under the inode's stripe lock in
 //!   [`Dcache`](crate::Dcache); it is atomic so that readers can report it.
 //! - `parent` (directories only: the inode number `..` leads to) changes only inside a rename
-//!   write section (see [`crate::rename`]); a lockless walker reads it `Relaxed` and relies on
+//!   write section (see `rename.rs`); a lockless walker reads it `Relaxed` and relies on
 //!   the rename sequence to validate what it read.
 //! - `aliases` — the `(parent, name)` of every positive dentry naming this inode — is a leaf
 //!   mutex taken by writers only; readers never touch it.
-//! - The attributes are a sequence-counted snapshot (see [`crate::attr`]).
+//! - The attributes are a sequence-counted snapshot (see `attr.rs`).
 //! - `dir_gen` (directories) names the state of the directory's verifier: a new value, drawn
 //!   from one process-wide counter, when the directory is made and at each change. Negative
 //!   dentries below it are trusted only while it is the one they were filled under (see
 //!   `valid.rs`); drawn process-wide, it never matches a stamp taken under another directory
 //!   that had this number (a negative a revalidation held across the old one's `forget`).
-//! - `access` holds the permission results per credential (see [`crate::access`]). Both are
+//! - `access` holds the permission results per credential (see `access.rs`). Both are
 //!   reset when the object becomes another file (`init`).
 //! - A directory's [`DirState`] (its positive children and its listing cache) has its own
-//!   rules: see [`crate::tree`] and [`crate::listing`].
+//!   rules: see `tree.rs` and `listing.rs`.
 //! - Retire: an inode is reference counted (`InodeRef`); each
 //!   dentry and the inode table hold one count, and the last count returns it to its
 //!   `udcache-gp` pool, which reuses it only after a grace period, so `&Inode` borrowed under

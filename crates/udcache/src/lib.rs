@@ -8,13 +8,13 @@
 //! A userspace filesystem (FUSE, a network client, a build system's virtual tree) answers the
 //! same name lookups over and over: `make -j` runs hundreds of compiles, each looking up the
 //! same headers through the same fifty `-I` directories, almost all of them misses. Linux's
-//! 2014 "Add RCU-walk support to NFS" thread measured `make -j 40` of such a load running at
+//! NFS client (see the README's References) measured `make -j 40` of such a load running at
 //! *half* the speed of `make -j 5` on 40 cores, because every step that took a lock or a
 //! reference forced the path walk out of its lockless mode; once the common checks were made
 //! lockless, `make -j 40` became about 3x faster than `make -j 5`. A userspace cache guarded by
 //! one mutex (libfuse's high-level node table) has the same ceiling. And remembered misses
-//! must stay bounded: the 2020 "dcache: increase poison resistance" thread saw negative
-//! entries fill 197 GB of a 256 GB machine in half an hour.
+//! must stay bounded: Linux's dcache has seen negative entries fill 197 GB of a 256 GB
+//! machine in half an hour.
 //!
 //! ## The mechanism
 //!
@@ -35,25 +35,28 @@
 //!   lookup per component, validated as a whole by a global *rename sequence*: every
 //!   operation that can change what a directory name leads to (rename, unlink or forget of a
 //!   directory) runs inside a write section that makes the sequence odd. A walk that saw the
-//!   sequence move walks again holding the rename lock — the ECHILD fallback of 2014, counted
+//!   sequence move walks again holding the rename lock — the ECHILD fallback of Linux's RCU-walk, counted
 //!   in [`Stats::walk_fallbacks`]. Leaf changes (create, unlink of a file) need no section:
 //!   the last step is one atomic lookup.
 //! - **Writers** lock a stripe of names (or two, in order, for rename), an inode stripe for
-//!   lookup counts, and the rename lock; the full lock order is in `cache.rs` and `rename.rs`.
+//!   lookup counts, and the rename lock, in the order of the "Lock order" table in the
+//!   repository's `ARCHITECTURE.md`.
 //! - **Misses** ([`Dcache::resolve`]) call a [`Filesystem`] with no lock and no guard held, and
 //!   concurrent misses of one name wait for a single call.
-//! - **Revalidation** (issue 11, 002's other half): every dentry carries, beside its inode
-//!   pointer, one word packing its expiry (a 32-bit tick of a [`clock::Clock`]) and its
+//! - **Revalidation**: every dentry carries, beside its inode pointer, one word packing its expiry (a 32-bit tick of a [`Clock`]) and its
 //!   parent directory's verifier generation when it was filled; a negative dentry is trusted
 //!   only while that generation is current ([`Dcache::dir_changed`] bumps it — a store, and
 //!   nothing when a reported verifier did not move). Walks check both with loads and compares;
 //!   [`Dcache::walk_as`] offers a stale dentry to [`Filesystem::revalidate`] without blocking
 //!   and leaves the lockless mode only if the filesystem must block ([`Checked::Blocked`],
 //!   counted by [`Reason`]); the blocking path ([`Dcache::unblock`], [`Dcache::resolve`])
-//!   asks with no lock held and refreshes or drops the dentry (see [`reval`]).
+//!   asks with no lock held and refreshes or drops the dentry (see `reval.rs`).
+//!   [`Dcache::resolve_path`] runs the whole resolution: lockless walks, the blocking work
+//!   they leave, and lookups of misses, against the filesystem the cache was given
+//!   ([`Config::with_filesystem`]).
 //! - **Access cache**: per inode, permission results per [`Cred`] with an expiry, at most
-//!   [`access::ACCESS_PER_INODE`]; a walk checks search permission on each directory by
-//!   looking only at the most recent result, lock-free (002's "check just the last entry");
+//!   [`ACCESS_PER_INODE`]; a walk checks search permission on each directory by
+//!   looking only at the most recent result, lock-free;
 //!   anything else goes to the locked list and then [`Filesystem::access`]. A change of mode,
 //!   owner or group ([`Dcache::setattr`]) or [`Dcache::acl_changed`] forgets them all.
 //!
@@ -63,7 +66,7 @@
 //!   what the name or path denoted at one instant during the call.
 //! - A walk trusts only dentries that are fresh or that the filesystem revalidated; a negative
 //!   filled before a [`Dcache::dir_changed`] returned is never trusted after it, concurrent
-//!   reports of one directory's verifier are linearizable (see [`listing`]), and an access
+//!   reports of one directory's verifier are linearizable (see `listing.rs`), and an access
 //!   result filled before a revocation returned is never used after it (loom models and a
 //!   stress test check both: `tests/loom_reval.rs`, `tests/reval_stress.rs`).
 //! - Bad input (an invalid name, an unknown inode, a forget of more than was looked up) is an
@@ -121,10 +124,11 @@
 //! (`tests/loom_reclaim.rs`), and walks against an exchange and an instantiation, and two misses of
 //! one name making one filesystem call (`tests/loom_writers.rs`).
 //!
-//! Revalidation and the access cache (issue 11): [`Timeouts`] and a [`clock::Clock`] in
+//! Revalidation and the access cache: [`Timeouts`] and a [`Clock`] in
 //! [`Config`]; per-dentry validity ([`Dcache::set_entry_timeout`]); [`Dcache::dir_changed`]
-//! with verifiers; [`Dcache::walk_as`] / [`Dcache::unblock`] / [`Dcache::walk_as_after`]
-//! (the answers an unblock got serve the rest of that resolution: see [`unblocked`]) with
+//! with verifiers; [`Dcache::resolve_path`], and its steps [`Dcache::walk_as`] /
+//! [`Dcache::unblock`] / [`Dcache::walk_as_after`]
+//! (the answers an unblock got serve the rest of that resolution: see `unblocked.rs`) with
 //! [`Filesystem::revalidate`] and [`Filesystem::access`] (defaults: block, then compare a
 //! fresh lookup; grant everything); [`Dcache::may_access`], [`Dcache::access`],
 //! [`Dcache::acl_changed`]; fallbacks by reason, revalidations and access hits in [`Stats`].
@@ -141,69 +145,53 @@
 //! reused for another name after the pool's own grace period ([`Stats::dentries_recycled`]);
 //! [`Dcache::shrink`] gives parked cells back to the allocator.
 //!
-//! The `lookup` benchmark's targets, on this 2-core shared machine, where the host's other
-//! tenants move every figure (ratios from one run each): udcache ≤ papaya per component at one
-//! thread held in 21 of 22 full runs on 2026-12-02 (median 0.875, 0.732–1.100), after SipHash
-//! and the summarised chain search were inlined into a lookup; the build before that change,
-//! alternating with it the same day, read a median of 0.937 (19 runs, 0.732–1.082, 4 above 1),
-//! and on earlier days medians of 1.11 (9 runs) and 1.24 (4 runs): on a day like those the
-//! target may not hold. Two threads over one, median 2.01 over the same 22 runs (1.24–2.85; 6
-//! below 1.8, when the host gave the second core to someone else). What brought the ratio down
-//! from about 1.5: the pools make dentries side by side in blocks of their own (up to 2 MiB, on
-//! huge pages: see `udcache_gp`), so a walk needs few TLB entries; the name table has two
-//! buckets per entry and each chain puts its older positives first, so a step reads few other
-//! dentries before its own; a walk's answer carries the leaf's number from its dentry
-//! ([`Named`]), so no step loads an inode; the next component is hashed while the current step
-//! waits on memory, by a SipHash-1-3 that reads the name a word at a time, compiled into the
-//! step with the chain search and the name compare. What remains: a cache simulator with a
-//! 1 MiB last level (the second-level cache here) counts 9.2 misses per walk of the
-//! benchmark's tree against papaya's 8.1, and 366 instructions per component against 282
-//! (SipHash alone is about 105 of them). Chains are not the cause (a hit reads 1.05 dentries);
-//! the dentry's size is: a step reads its first 70 bytes (from the chain link to the end of a
-//! 14-byte name) of 112, which always span two lines, and the second line, read only to
-//! compare the name, is about 1.5 of the misses per walk. A build
-//! that skipped the name compare (unsound; a measurement) walked 1.23 to 1.36 times papaya's
-//! time against 1.36 to 1.46 in a probe. Fitting the hot bytes in one line would take
-//! 64-byte-aligned dentries (128 bytes each, past the 128-byte budget with the tables; a
-//! prototype of that was no faster) or a shorter inline name; the bucket heads on a huge page
-//! changed nothing that noise did not hide.
+//! Layout rules for the lookup path: the pools make dentries side by side in blocks of their
+//! own (up to 2 MiB, on huge pages: see `udcache_gp`), so a walk needs few TLB entries; the
+//! name table has two buckets per entry and each chain puts its older positives first, so a
+//! step reads few other dentries before its own; a walk's answer carries the leaf's number
+//! from its dentry ([`Named`]), so no step loads an inode; the next component is hashed while
+//! the current step waits on memory, by a SipHash-1-3 that reads the name a word at a time,
+//! compiled into the step with the chain search and the name compare. A step reads the first
+//! 70 bytes of its 112-byte dentry (from the chain link to the end of a 14-byte name), which
+//! span two cache lines. Measured figures are in the repository's `BENCHMARKS.md`.
 //! A dentry's sequence count covers its inode and validity word, not its place in the tree: a
 //! rename makes a new dentry, and walks are validated by the global rename sequence, which is
 //! coarser than the kernel's per-dentry check (any rename sends overlapping walks to the
 //! fallback).
 
-pub mod access;
-pub mod attr;
-pub mod cache;
-pub mod clock;
+mod access;
+mod attr;
+mod cache;
+mod clock;
 mod dentry;
 mod error;
-pub mod fetch;
+mod fetch;
 mod inode;
-pub mod listing;
+mod listing;
 mod name;
 mod recycle;
-pub mod rename;
-pub mod reval;
+mod rename;
+mod reval;
 mod seq;
 mod splice;
 mod stats;
 mod sync;
-pub mod tree;
-pub mod unblocked;
+mod tree;
+mod unblocked;
 mod valid;
-pub mod walk;
+mod walk;
 
-pub use access::{AccessStamp, Cred, Mask};
+pub use access::{ACCESS_PER_INODE, AccessStamp, Cred, Mask, Permission};
 pub use attr::Attr;
 pub use cache::{Config, Dcache, Lookup, ROOT_INO, UnlinkPolicy};
+pub use clock::{Clock, CoarseClock, ManualClock};
 pub use dentry::Named;
-pub use error::{Error, InvalidName};
-pub use fetch::{Filesystem, Resolved};
+pub use error::{Errno, Error, InvalidName};
+pub use fetch::{Filesystem, Resolved, defaults};
 pub use inode::{FileType, Inode, InodeSpec};
 pub use name::{NAME_MAX, validate_name};
 pub use rename::RenameMode;
-pub use reval::{Blocked, Cached, Checked, Revalidate};
+pub use reval::{Blocked, Cached, Checked, OnMiss, PathEnd, Revalidate};
 pub use stats::Stats;
 pub use tree::{Child, Visit};
 pub use udcache_neghash::epoch;

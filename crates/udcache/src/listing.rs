@@ -83,26 +83,28 @@ impl Backend for Lister {
     }
 }
 
+/// Directory listings and directory changes.
 impl Dcache {
     /// Up to `max` entries of directory `dir` after `cookie` (`0`: from the start), served
-    /// from the directory's cookie-indexed cache and read through `fs.readdir` for ranges it
-    /// does not hold. A reader can resume at any cookie it was given, and keeps making
+    /// from the directory's cookie-indexed cache and read through the filesystem's
+    /// [`readdir`](Filesystem::readdir) for ranges it does not hold. A reader can resume at any cookie it was given, and keeps making
     /// progress while the directory changes (see [`udcache_readdir`]).
     ///
     /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`], [`Error::Readdir`] (a cookie
     /// the cache does not hold and `fs.readdir` cannot resume at, the filesystem's own
-    /// failure, a listing that loops, `max == 0`). A cookie the cache never issued is the
-    /// filesystem's to judge: one its `readdir` accepts is read there, like any other.
+    /// failure, a listing that loops, `max == 0`); [`Error::NoFilesystem`]. A cookie the
+    /// cache never issued is the filesystem's to judge: one its `readdir` accepts is read
+    /// there, like any other.
     ///
     /// ```
     /// use std::sync::Arc;
     /// use udcache::readdir::{Entry, Fill, FillError, Verifier};
-    /// use udcache::{Config, Dcache, Filesystem, InodeSpec, Resolved, ROOT_INO};
+    /// use udcache::{Config, Dcache, Errno, Filesystem, InodeSpec, Resolved, ROOT_INO};
     ///
     /// /// A root directory holding `a` and `b`.
     /// struct Two;
     /// impl Filesystem for Two {
-    ///     fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    ///     fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, Errno> {
     ///         unreachable!("the complete listing answers")
     ///     }
     ///     fn readdir(&self, _dir: u64, cookie: u64, _max: usize) -> Result<Fill, FillError> {
@@ -111,22 +113,16 @@ impl Dcache {
     ///         Ok(Fill { entries, eof: true, verifier: Verifier(1) })
     ///     }
     /// }
-    /// let fs: Arc<dyn Filesystem> = Arc::new(Two);
-    /// let cache = Dcache::new(Config::for_entries(64));
-    /// let batch = cache.readdir(&fs, ROOT_INO, 0, 10).unwrap();
+    /// let cache = Dcache::new(Config::for_entries(64).with_filesystem(Arc::new(Two)));
+    /// let batch = cache.readdir(ROOT_INO, 0, 10).unwrap();
     /// assert_eq!(batch.entries.len(), 2);
     /// assert!(batch.eof);
     /// // The listing is complete: a miss is answered without asking the filesystem.
-    /// assert_eq!(cache.resolve(&*fs, ROOT_INO, b"c"), Ok(Resolved::Negative));
+    /// assert_eq!(cache.resolve(ROOT_INO, b"c"), Ok(Resolved::Negative));
     /// assert_eq!(cache.stats().complete_dir_negatives, 1);
     /// ```
-    pub fn readdir(
-        &self,
-        fs: &Arc<dyn Filesystem>,
-        dir: u64,
-        cookie: u64,
-        max: usize,
-    ) -> Result<Batch, Error> {
+    pub fn readdir(&self, dir: u64, cookie: u64, max: usize) -> Result<Batch, Error> {
+        let fs = self.filesystem()?;
         let inode = self.inode_arc(dir).ok_or(Error::UnknownInode(dir))?;
         let state = inode.dir().ok_or(Error::NotDirectory(dir))?;
         let listing =
@@ -147,15 +143,15 @@ impl Dcache {
     /// verifier may come back, a hash of the contents for one); anything else (`None`:
     /// changed, new verifier unknown) bumps the directory's generation — negative dentries
     /// filled before are no longer trusted from then on (see
-    /// [`crate::reval`]) — and marks its listing's pages stale. Both are lazy: nothing is
+    /// `reval.rs`) — and marks its listing's pages stale. Both are lazy: nothing is
     /// walked or freed here. Positive dentries are untouched (their timeouts govern them): for
     /// a name that went away or changed, call [`Dcache::invalidate`] after this (see
-    /// [`crate::reval`]).
+    /// `reval.rs`).
     ///
     /// Concurrent reports of one directory are linearizable: what they leave (the verifier
     /// recorded, the negatives trusted) is what some order of them, one at a time, would
     /// leave, an order that keeps each after those that returned before it began (see the
-    /// [module rules](crate::listing)). A report that changes something takes a lock of the
+    /// module rules (`listing.rs`)). A report that changes something takes a lock of the
     /// directory's; an unchanged verifier takes none.
     ///
     /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`].

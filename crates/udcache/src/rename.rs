@@ -15,17 +15,16 @@
 //!   leaf with a single atomic lookup, which is a state at one instant by itself. The last
 //!   `forget` of a non-directory takes the rename lock without a section: the names it drops
 //!   must not be moved by a rename meanwhile.
-//! - **Lock order**: rename lock, then inode stripe locks (ascending; a move holds the stripes
-//!   of the inodes it names anew, so `add` cannot name a moving directory twice; `add` holds
-//!   its inode's and its parent's), then name stripe locks (ascending), then an inode's alias
-//!   list, then neghash's bucket and LRU locks.
+//! - **Lock order**: the "Lock order" table in the repository's `ARCHITECTURE.md`. A move
+//!   holds the inode stripes of the inodes it names anew, so `add` cannot name a moving
+//!   directory twice.
 //! - **What a lockless walker may observe**: any mixture of states while a section is open; it
 //!   notices by reading `seq` before (`read_begin`, refusing an odd value) and after
 //!   (`read_valid`), and then walks again holding the rename lock (the fallback, counted in
 //!   stats), when no section can open. A walk that validates saw no section open or close
 //!   during it, so every directory it passed through held its name for the whole walk, and its
 //!   result is what the path named at the instant of its last step.
-//! - Orderings are those of a fence-based seqlock (see [`crate::attr`]): the writer stores the
+//! - Orderings are those of a fence-based seqlock (see `attr.rs`): the writer stores the
 //!   odd value, then a Release fence, then its changes; the reader loads `seq` with Acquire,
 //!   walks, then an Acquire fence and a Relaxed reload. If the walk read any change a section
 //!   made, the fences synchronise and the reload sees the section. `mod loom_models` checks
@@ -149,6 +148,7 @@ pub enum RenameMode {
     Exchange,
 }
 
+/// Renames.
 impl crate::Dcache {
     /// Moves the name `old_name` in `old_parent` to `new_name` in `new_parent` (or, with
     /// [`RenameMode::Exchange`], swaps the two names' inodes), inside one rename section: a

@@ -1,11 +1,11 @@
 //! Revalidation: what a walk does with a dentry it may no longer trust, and the access check
-//! of each directory it passes — both answered without locks in the common case (002).
+//! of each directory it passes — both answered without locks in the common case.
 //!
 //! # Rules
 //!
 //! - **Lockless checks.** A walk ([`Dcache::walk`], [`Dcache::walk_as`]) checks each dentry's
 //!   validity word (see `valid.rs`) and, in `walk_as` with a credential, the most recent
-//!   access result of each directory it searches (see [`crate::access`]): loads and compares
+//!   access result of each directory it searches (see `access.rs`): loads and compares
 //!   only. The clock is read once per walk at most for those checks (a refresh after a
 //!   lockless [`Revalidate::Valid`] reads it again to date the new expiry).
 //! - **Pushing the block late.** A dentry that fails the check is offered to
@@ -17,7 +17,7 @@
 //!   (plain `walk`) end the lockless walk: it returns [`Checked::Blocked`] (plain `walk`: a
 //!   [`Walk::Miss`] at that component), counted under its [`Reason`].
 //! - **Refreshes that would change nothing are skipped.** Expiries round down to a tick
-//!   (16.8 ms, see [`crate::clock`]), so a [`Revalidate::Valid`] whose timeout ends within the
+//!   (16.8 ms, see `clock.rs`), so a [`Revalidate::Valid`] whose timeout ends within the
 //!   current tick would file a word that is already expired. If that word would also record
 //!   the generation the dentry has already, nothing is written (no name lock either): the
 //!   answer serves the walk that asked, and the next use asks again. A filesystem that answers
@@ -32,11 +32,11 @@
 //!   from the answer's timeout, that generation) — or drops it
 //!   ([`Dcache::invalidate`](crate::Dcache::invalidate)) if it is no longer valid. Concurrent
 //!   revalidations of one name are coalesced into one call, like misses (see
-//!   [`crate::fetch`]). The walk is then done again.
+//!   `fetch.rs`). The walk is then done again.
 //! - **What a caller may rely on**: a walk never returns a dentry that was not fresh or
 //!   revalidated during the walk; a negative filled before a directory change returned (with
 //!   the change's generation bump) is never trusted after it, and concurrent reports of one
-//!   directory's verifier leave what some order of them would (see [`crate::listing`]): a
+//!   directory's verifier leave what some order of them would (see `listing.rs`): a
 //!   negative is trusted only if no change comes after its filing in that order, and the
 //!   verifier recorded is the one of the last change in it; a positive answered before a
 //!   change announced as `dir_changed` then `invalidate` is never trusted after both returned;
@@ -91,6 +91,7 @@ pub enum Revalidate {
 /// Why a [`Dcache::walk_as`] left the lockless mode: the blocking work to do
 /// ([`Dcache::unblock`]) before walking again.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Blocked {
     /// The dentry `name` in directory `parent` is not trusted and the filesystem could not
     /// confirm it without blocking.
@@ -127,6 +128,7 @@ impl Blocked {
 
 /// How a [`Dcache::walk_as`] ended.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum Checked<'g> {
     /// The walk ended as [`Walk`] says, lockless, trusting only fresh or revalidated dentries
     /// and, with a credential, allowed to search every directory it passed.
@@ -141,6 +143,77 @@ pub enum Checked<'g> {
     },
     /// Do this with [`Dcache::unblock`], no guard pinned, and walk again.
     Blocked(Blocked),
+}
+
+/// What [`Dcache::resolve_path`] does with a name the cache does not hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnMiss {
+    /// Asks the filesystem's [`lookup`](Filesystem::lookup) (coalesced with other threads'
+    /// misses of the name) and goes on from its answer.
+    Lookup,
+    /// Ends the resolution with [`PathEnd::Miss`]: the caller resolves the component itself
+    /// ([`Dcache::resolve`], which counts a lookup) and goes on from its answer.
+    Report,
+}
+
+/// How a [`Dcache::resolve_path`] ended. Offsets are byte offsets into its path. Owned: no
+/// guard is held once it returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PathEnd {
+    /// Every component resolved: what the path names.
+    Found(InodeSpec),
+    /// The component at `at` does not exist.
+    Negative {
+        /// Where the missing component starts.
+        at: usize,
+    },
+    /// The component at `at` is not cached in directory `parent` ([`OnMiss::Report`] only):
+    /// see [`Walk::Miss`] for what its resolution decides.
+    Miss {
+        /// The directory to look the component up in.
+        parent: u64,
+        /// Where the component starts.
+        at: usize,
+    },
+    /// A symlink before the last component (or last, with a `/` after it); the rest of the
+    /// path starts at `rest`.
+    Symlink {
+        /// The link.
+        link: InodeSpec,
+        /// Where the components after the link start.
+        rest: usize,
+    },
+    /// The component before `at` is not a directory.
+    NotDir {
+        /// The non-directory.
+        inode: InodeSpec,
+        /// Where the component that needed a directory starts.
+        at: usize,
+    },
+    /// The credential may not search directory `dir` (`EACCES`); the component at `at` was
+    /// not looked up.
+    Denied {
+        /// The directory.
+        dir: u64,
+        /// Where the component to look up in it starts.
+        at: usize,
+    },
+}
+
+impl PathEnd {
+    /// The end of a walk of the path's part from `base`.
+    fn of(w: Walk<'_>, base: usize) -> Self {
+        match w {
+            Walk::Found(named) => PathEnd::Found(named.inode().spec()),
+            Walk::Negative { at } => PathEnd::Negative { at: base + at },
+            Walk::Miss { parent, at } => PathEnd::Miss { parent, at: base + at },
+            Walk::Symlink { inode, rest } => {
+                PathEnd::Symlink { link: inode.spec(), rest: base + rest }
+            }
+            Walk::NotDir { inode, at } => PathEnd::NotDir { inode: inode.spec(), at: base + at },
+        }
+    }
 }
 
 /// What one walk checks beyond the rename sequence, and what it learnt on the way.
@@ -276,104 +349,158 @@ pub(crate) enum Settled {
     Absent,
 }
 
+/// Path resolution with revalidation and access checks, and entry timeouts.
 impl Dcache {
-    /// Resolves `path` from `root` like [`Dcache::walk`], revalidating without blocking and,
-    /// with `cred`, checking that it may search each directory on the way (002's RCU-walk with
-    /// NFS's lockless revalidation and access cache). See the [module rules](crate::reval).
+    /// Resolves `path` from `root`, revalidating names no longer trusted and, with `cred`,
+    /// checking that it may search each directory on the way, asking the filesystem
+    /// ([`Config::with_filesystem`](crate::Config::with_filesystem)) for what the cache cannot
+    /// answer. See the module rules (`reval.rs`).
+    ///
+    /// Each round is a lockless walk (like [`Dcache::walk`], which never asks anyone); it
+    /// stays lockless while every name is trusted, every search right is the directory's most
+    /// recent access result, and the filesystem's [`revalidate`](Filesystem::revalidate)
+    /// answers without blocking. Otherwise the blocking work is done on this thread with no
+    /// lock held and no guard pinned (a revalidation, coalesced with other threads' calls for
+    /// the name; an access call for a search right not cached), and the walk starts again,
+    /// using for that one walk what the blocking work was just told (so a name whose timeout is
+    /// zero, "revalidate at every use", is asked about once per round). A missed name is
+    /// looked up ([`OnMiss::Lookup`]: the answer decides the component, as [`Walk::Miss`]
+    /// says, and the walk goes on from the inode found; no lookup is counted) or reported
+    /// ([`OnMiss::Report`]: [`PathEnd::Miss`], for a caller that resolves it itself). At most
+    /// 4 + 2 × (components of `path`) walks are done, each followed by at most one round of
+    /// blocking work or one lookup; they are counted in
+    /// [`Stats::path_walks`](crate::Stats::path_walks).
+    ///
+    /// Errors: as [`Dcache::walk`]; the filesystem's ([`Error::Backend`]), or an error filing
+    /// its answer (as for [`Dcache::resolve`]); [`Error::NoFilesystem`] where it must ask and
+    /// the cache has no filesystem; [`Error::Unsettled`] when the last walk still needed
+    /// blocking work (names or directories changing under it faster than it walks).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use udcache::{Config, Dcache, Errno, FileType, Filesystem, InodeSpec, OnMiss, PathEnd, ROOT_INO};
+    /// struct Fs;
+    /// impl Filesystem for Fs {
+    ///     fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
+    ///         Ok(match (parent, name) {
+    ///             (ROOT_INO, b"d") => Some(InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 0 }),
+    ///             (2, b"f") => Some(InodeSpec { ino: 3, kind: FileType::Regular, fs_data: 7 }),
+    ///             _ => None,
+    ///         })
+    ///     }
+    /// }
+    /// let cache = Dcache::new(Config::for_entries(64).with_filesystem(Arc::new(Fs)));
+    /// let found = cache.resolve_path(None, ROOT_INO, "d/f", OnMiss::Lookup).unwrap();
+    /// assert!(matches!(found, PathEnd::Found(spec) if spec.fs_data == 7));
+    /// let gone = cache.resolve_path(None, ROOT_INO, "d/g/h", OnMiss::Lookup).unwrap();
+    /// assert_eq!(gone, PathEnd::Negative { at: 2 });
+    /// // Now cached: one lockless walk, no filesystem call.
+    /// let cached = cache.resolve_path(None, ROOT_INO, "d/f", OnMiss::Report).unwrap();
+    /// assert!(matches!(cached, PathEnd::Found(spec) if spec.ino == 3));
+    /// assert_eq!(cache.stats().backend_lookups, 3);
+    /// ```
+    pub fn resolve_path(
+        &self,
+        cred: Option<&Cred>,
+        root: u64,
+        path: impl AsRef<[u8]>,
+        misses: OnMiss,
+    ) -> Result<PathEnd, Error> {
+        let path = path.as_ref();
+        let components = path.split(|&b| b == b'/').filter(|c| !c.is_empty()).count();
+        let mut after = Unblocked::default();
+        // Where the walks start: `root` and the whole path, then the inode a looked-up miss
+        // named and what follows that component; `before`, where the walk stood before that
+        // miss (the inode may be forgotten before the next walk starts from it).
+        let (mut from, mut base) = (root, 0);
+        let mut before = None;
+        for _ in 0..4 + 2 * components {
+            self.events.bump(Event::PathWalk);
+            let step = {
+                let guard = epoch::pin();
+                match self.walk_as_after(&guard, cred, from, &path[base..], &after) {
+                    Ok(Checked::Done(Walk::Miss { parent, at })) => Err(Ok((parent, at))),
+                    Ok(Checked::Done(w)) => return Ok(PathEnd::of(w, base)),
+                    Ok(Checked::Denied { dir, at }) => {
+                        return Ok(PathEnd::Denied { dir, at: base + at });
+                    }
+                    Ok(Checked::Blocked(b)) => Ok(b),
+                    Err(Error::UnknownInode(ino)) if ino == from && before.is_some() => {
+                        Err(Err(()))
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+            // No guard pinned: the filesystem may block.
+            match step {
+                Ok(blocked) => after.merge(self.unblock(cred, &blocked)?),
+                Err(Ok((parent, at))) if misses == OnMiss::Lookup => {
+                    let name = path[base + at..].split(|&b| b == b'/').next().unwrap_or(&[]);
+                    match self.fetch(parent, name, true)? {
+                        Some(Resolved::Negative) => return Ok(PathEnd::Negative { at: base + at }),
+                        Some(Resolved::Found(spec)) => {
+                            before = Some((from, base));
+                            (from, base) = (spec.ino, base + at + name.len());
+                        }
+                        // A revalidation alone dropped the dentry: walk again.
+                        None => {}
+                    }
+                }
+                Err(Ok((parent, at))) => return Ok(PathEnd::Miss { parent, at: base + at }),
+                // The inode a miss named was forgotten before the walk from it: back to
+                // the walk that missed.
+                Err(Err(())) => (from, base) = before.take().expect("checked above"),
+            }
+        }
+        Err(Error::Unsettled)
+    }
+
+    /// One lockless round of [`Dcache::resolve_path`], for a caller that does the blocking
+    /// work itself ([`Dcache::unblock`]): a walk like [`Dcache::walk`] that revalidates
+    /// without blocking and, with `cred`, checks search rights; what it cannot settle without
+    /// blocking ends it as [`Checked::Blocked`].
     ///
     /// Errors: as [`Dcache::walk`].
     ///
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// use udcache::clock::ManualClock;
-    /// use udcache::{
-    ///     Checked, Config, Cred, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, Timeouts,
-    ///     Walk, epoch,
-    /// };
+    /// use udcache::{Checked, Config, Dcache, Errno, FileType, Filesystem, InodeSpec, ROOT_INO, Timeouts, Walk, epoch};
     /// struct Fs;
     /// impl Filesystem for Fs {
-    ///     fn lookup(&self, _: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
-    ///         Ok((name == b"d").then_some(InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 0 }))
-    ///     }
+    ///     fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, Errno> { Ok(None) }
     /// }
-    /// let clock = Arc::new(ManualClock::new());
-    /// let second = Duration::from_secs(1);
-    /// let cache = Dcache::new(
-    ///     Config::for_entries(64)
-    ///         .with_timeouts(Timeouts { entry: second, negative: second, access: second })
-    ///         .with_clock(clock.clone()),
-    /// );
-    /// let me = Cred::new(1000, 1000, &[]);
-    /// cache.add(ROOT_INO, b"d", InodeSpec { ino: 2, kind: FileType::Directory, fs_data: 0 }).unwrap();
-    /// clock.advance(2 * second); // `d` expires
-    /// let walked = loop {
-    ///     let guard = epoch::pin();
-    ///     match cache.walk_as(&guard, &Fs, Some(&me), ROOT_INO, "d").unwrap() {
-    ///         Checked::Blocked(b) => {
-    ///             drop(guard);
-    ///             cache.unblock(&Fs, Some(&me), &b).unwrap(); // asks the filesystem
-    ///         }
-    ///         Checked::Done(Walk::Found(i)) => break i.ino(),
-    ///         other => panic!("{other:?}"),
-    ///     }
-    /// };
-    /// assert_eq!(walked, 2);
-    /// let s = cache.stats();
-    /// assert_eq!((s.fallback_access, s.fallback_needs_block, s.revalidations), (1, 1, 2));
+    /// let zero = Timeouts { entry: Duration::ZERO, ..Timeouts::FOREVER }; // revalidate every use
+    /// let cache = Dcache::new(Config::for_entries(64).with_timeouts(zero).with_filesystem(Arc::new(Fs)));
+    /// cache.add(ROOT_INO, b"f", InodeSpec { ino: 2, kind: FileType::Regular, fs_data: 0 }).unwrap();
+    /// let guard = epoch::pin();
+    /// let Checked::Blocked(b) = cache.walk_as(&guard, None, ROOT_INO, "f").unwrap() else { panic!() };
+    /// drop(guard);
+    /// let after = cache.unblock(None, &b).unwrap(); // asks, blocking: `f` is gone
+    /// let guard = epoch::pin();
+    /// let walked = cache.walk_as_after(&guard, None, ROOT_INO, "f", &after).unwrap();
+    /// assert!(matches!(walked, Checked::Done(Walk::Miss { parent: ROOT_INO, at: 0 })));
     /// ```
     pub fn walk_as<'g>(
         &'g self,
         guard: &'g Guard,
-        fs: &dyn Filesystem,
         cred: Option<&Cred>,
         root: u64,
         path: impl AsRef<[u8]>,
     ) -> Result<Checked<'g>, Error> {
-        self.walk_as_after(guard, fs, cred, root, path, &Unblocked::default())
+        self.walk_as_after(guard, cred, root, path, &Unblocked::default())
     }
 
     /// [`Dcache::walk_as`] done again after [`Dcache::unblock`]: it also takes what that
     /// unblock settled with the filesystem as fresh, for this walk, if nothing changed since
-    /// (see [`crate::unblocked`]). This is how a walk makes progress through names trusted
-    /// for less than a tick (a timeout of zero: "revalidate at every use").
+    /// (see `unblocked.rs`). This is how a walk makes progress through names trusted
+    /// for less than a tick (a timeout of zero: "revalidate at every use"). Example: see
+    /// [`Dcache::walk_as`].
     ///
     /// Errors: as [`Dcache::walk`].
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use udcache::{
-    ///     Checked, Config, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, Timeouts,
-    ///     Unblocked, Walk, epoch,
-    /// };
-    /// struct Fs;
-    /// impl Filesystem for Fs {
-    ///     fn lookup(&self, _: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
-    ///         Ok((name == b"f").then_some(InodeSpec { ino: 2, kind: FileType::Regular, fs_data: 0 }))
-    ///     }
-    /// }
-    /// // Every use of an entry asks the filesystem (FUSE's entry_valid = 0).
-    /// let zero = Timeouts { entry: Duration::ZERO, ..Timeouts::FOREVER };
-    /// let cache = Dcache::new(Config::for_entries(64).with_timeouts(zero));
-    /// cache.add(ROOT_INO, b"f", InodeSpec { ino: 2, kind: FileType::Regular, fs_data: 0 }).unwrap();
-    /// let mut after = Unblocked::default();
-    /// let ino = loop {
-    ///     let guard = epoch::pin();
-    ///     match cache.walk_as_after(&guard, &Fs, None, ROOT_INO, "f", &after).unwrap() {
-    ///         Checked::Blocked(b) => {
-    ///             drop(guard);
-    ///             after.merge(cache.unblock(&Fs, None, &b).unwrap()); // asks, blocking
-    ///         }
-    ///         Checked::Done(Walk::Found(i)) => break i.ino(),
-    ///         other => panic!("{other:?}"),
-    ///     }
-    /// };
-    /// assert_eq!(ino, 2);
-    /// ```
     pub fn walk_as_after<'g>(
         &'g self,
         guard: &'g Guard,
-        fs: &dyn Filesystem,
         cred: Option<&Cred>,
         root: u64,
         path: impl AsRef<[u8]>,
@@ -381,7 +508,8 @@ impl Dcache {
     ) -> Result<Checked<'g>, Error> {
         let path = path.as_ref();
         validate_path(path)?;
-        let mut checks = Checks::new(self, Some(fs), cred.copied(), Some(after));
+        let fs = self.filesystem().ok().map(|fs| &**fs);
+        let mut checks = Checks::new(self, fs, cred.copied(), Some(after));
         let stop = self.walk_validated(guard, &mut checks, root, path);
         checks.finish(self);
         Ok(match stop? {
@@ -398,15 +526,11 @@ impl Dcache {
     /// filesystem (refreshing or dropping it; coalesced with other threads' calls for it), or
     /// fills `cred`'s access result for the directory. Call it with no guard pinned, then
     /// walk again with [`Dcache::walk_as_after`] and what this returns, merged
-    /// ([`Unblocked::merge`]) into what the resolution's earlier unblocks returned.
+    /// ([`Unblocked::merge`]) into what the resolution's earlier unblocks returned. Example:
+    /// see [`Dcache::walk_as`].
     ///
-    /// Errors: the filesystem's errno ([`Error::Backend`]).
-    pub fn unblock(
-        &self,
-        fs: &dyn Filesystem,
-        cred: Option<&Cred>,
-        blocked: &Blocked,
-    ) -> Result<Unblocked, Error> {
+    /// Errors: the filesystem's errno ([`Error::Backend`]); [`Error::NoFilesystem`].
+    pub fn unblock(&self, cred: Option<&Cred>, blocked: &Blocked) -> Result<Unblocked, Error> {
         let done = match blocked {
             Blocked::Revalidate { parent, name, invalid: true, .. } => {
                 self.invalidate(*parent, name).map(|()| Unblocked::default())
@@ -414,7 +538,7 @@ impl Dcache {
             Blocked::Revalidate { parent, name, .. } => {
                 // Read before asking: the answer is used only if the directory stays there.
                 let generation = self.dir_gen_now(*parent);
-                self.fetch(fs, *parent, name, false).map(|settled| {
+                self.fetch(*parent, name, false).map(|settled| {
                     settled.map_or_else(Unblocked::default, |answer| {
                         Unblocked::name(*parent, name, answer, generation)
                     })
@@ -422,7 +546,7 @@ impl Dcache {
             }
             Blocked::Access { dir, .. } => match cred {
                 Some(cred) => self.access_stamp(*dir).and_then(|stamp| {
-                    let allowed = self.access(fs, *dir, cred, Mask::EXEC)?;
+                    let allowed = self.access(*dir, cred, Mask::EXEC)?;
                     Ok(Unblocked::access(*dir, *cred, allowed, stamp))
                 }),
                 None => Ok(Unblocked::default()),
@@ -542,18 +666,19 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
-    use crate::{Config, ROOT_INO, Timeouts};
+    use crate::{Config, Errno, ROOT_INO, Timeouts};
 
-    /// Answers every revalidation "valid for `ttl`".
-    struct ValidFor(Duration);
+    /// Answers every revalidation "valid for" its current `ttl`, in nanoseconds.
+    struct ValidFor(std::sync::atomic::AtomicU64);
 
     impl Filesystem for ValidFor {
-        fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, i32> {
+        fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, Errno> {
             Ok(None)
         }
 
         fn revalidate(&self, _: u64, _: &[u8], _: Cached, _: bool) -> Revalidate {
-            Revalidate::Valid { ttl: Some(self.0) }
+            let ttl = self.0.load(std::sync::atomic::Ordering::Relaxed);
+            Revalidate::Valid { ttl: Some(Duration::from_nanos(ttl)) }
         }
     }
 
@@ -562,31 +687,34 @@ mod tests {
         let clock = Arc::new(ManualClock::new());
         let second = Duration::from_secs(1);
         let t = Timeouts { entry: second, negative: second, access: second };
-        let cache = Dcache::new(Config::for_entries(64).with_timeouts(t).with_clock(clock.clone()));
+        let fs = Arc::new(ValidFor(0.into()));
+        let config = Config::for_entries(64).with_timeouts(t).with_clock(clock.clone());
+        let cache = Dcache::new(config.with_filesystem(fs.clone()));
         cache.add_negative(ROOT_INO, b"x").unwrap();
         clock.advance(2 * second);
         let word = || cache.dentry(ROOT_INO, b"x").unwrap().value().validity();
-        let negative = |fs: &ValidFor| {
+        let negative = |ttl: Duration| {
+            fs.0.store(ttl.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
             let guard = epoch::pin();
-            let walked = cache.walk_as(&guard, fs, None, ROOT_INO, "x");
+            let walked = cache.walk_as(&guard, None, ROOT_INO, "x");
             matches!(walked, Ok(Checked::Done(Walk::Negative { .. })))
         };
         let stale = word();
-        assert!(negative(&ValidFor(Duration::from_millis(1))), "the answer serves its walk");
+        assert!(negative(Duration::from_millis(1)), "the answer serves its walk");
         assert_eq!(word(), stale, "a word that would be expired at once is not written");
-        assert!(negative(&ValidFor(second)));
+        assert!(negative(second));
         assert_ne!(word(), stale, "a lasting answer is");
-        assert!(negative(&ValidFor(Duration::ZERO)));
+        assert!(negative(Duration::ZERO));
         assert_eq!(cache.stats().revalidations, 2, "fresh again: not asked the third time");
         assert_eq!(cache.stats().reval_fallbacks(), 0);
         // After a change of the directory, the same short answer records the new generation
         // (the dentry stays expired); asked again, it writes nothing.
         cache.dir_changed(ROOT_INO, None).unwrap();
         let changed = word();
-        assert!(negative(&ValidFor(Duration::from_millis(1))));
+        assert!(negative(Duration::from_millis(1)));
         let revalidated = word();
         assert_ne!(revalidated.generation(), changed.generation(), "the new generation");
-        assert!(negative(&ValidFor(Duration::from_millis(1))));
+        assert!(negative(Duration::from_millis(1)));
         assert_eq!(word(), revalidated, "nothing more to write");
         assert_eq!(cache.stats().revalidations, 4, "still expired: asked each time");
     }

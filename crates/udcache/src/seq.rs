@@ -1,6 +1,6 @@
 //! A sequence count over atomic words: one consistent snapshot of `N` words, read without locks
-//! while a writer replaces them. The cached attributes ([`crate::attr`]) and the access cache's
-//! most recent result ([`crate::access`]) are two of these.
+//! while a writer replaces them. The cached attributes (`attr.rs`) and the access cache's
+//! most recent result (`access.rs`) are two of these.
 //!
 //! # Rules
 //!

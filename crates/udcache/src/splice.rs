@@ -4,7 +4,7 @@
 //!
 //! # Rules
 //!
-//! - The move is one rename section (see [`crate::rename`]): a lockless walk that overlaps it
+//! - The move is one rename section (see `rename.rs`): a lockless walk that overlaps it
 //!   walks again. Inside it, under the name locks of both names, the source must still name
 //!   the directory (another writer may have moved, unlinked or exchanged it since its alias was
 //!   read: the caller then files the answer afresh), and the target must not be positive (a

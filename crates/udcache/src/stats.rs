@@ -18,13 +18,14 @@ pub(crate) enum Event {
     Revalidation,
     AccessCall,
     AccessHit,
+    PathWalk,
     /// The four fallbacks, in `Reason` order.
     Fallback(Reason),
 }
 
 /// How many kinds of event there are.
-const EVENTS: usize = 13;
-const _: () = assert!(9 + Reason::NeedsBlock as usize == EVENTS - 1, "one counter per reason");
+const EVENTS: usize = 14;
+const _: () = assert!(10 + Reason::NeedsBlock as usize == EVENTS - 1, "one counter per reason");
 
 impl Event {
     /// Where the event's counter sits in a stripe.
@@ -39,7 +40,8 @@ impl Event {
             Event::Revalidation => 6,
             Event::AccessCall => 7,
             Event::AccessHit => 8,
-            Event::Fallback(why) => 9 + why as usize,
+            Event::PathWalk => 9,
+            Event::Fallback(why) => 10 + why as usize,
         }
     }
 }
@@ -88,11 +90,12 @@ fn stripe() -> usize {
     STRIPE.with(|s| *s)
 }
 
-/// A snapshot of a [`Dcache`](crate::Dcache)'s figures.
+/// A snapshot of a [`Dcache`](crate::Dcache)'s figures (more may be added).
 ///
 /// `Display` prints one `name value` line per field, the first four being the
 /// `/proc/sys/fs/dentry-state` fields; [`Stats::dentry_state`] gives the kernel's one-line form.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Dentries in the table, positive and negative.
     pub nr_dentry: u64,
@@ -115,12 +118,12 @@ pub struct Stats {
     /// Misses that waited for another thread's call of the same name instead of calling.
     pub coalesced_misses: u64,
     /// Of those, the ones whose call outlasted the waiter's spin, so that it slept on the call
-    /// and was woken (see [`crate::fetch`]).
+    /// and was woken (see `fetch.rs`).
     pub coalesced_sleeps: u64,
     /// The time those misses spent waiting, spinning or asleep, all together, in nanoseconds.
     pub coalesced_wait_ns: u64,
     /// Misses answered "does not exist" by a complete cached listing, with no filesystem call
-    /// and no negative dentry (only where negatives never time out: see [`crate::listing`]).
+    /// and no negative dentry (only where negatives never time out: see `listing.rs`).
     pub complete_dir_negatives: u64,
     /// Inode objects this cache's `udcache-gp` pool handed out again after their grace period.
     pub inodes_recycled: u64,
@@ -149,6 +152,9 @@ pub struct Stats {
     pub access_hits: u64,
     /// Calls of [`Filesystem::access`](crate::Filesystem::access) (access-cache misses).
     pub access_calls: u64,
+    /// Lockless walks done by [`Dcache::resolve_path`](crate::Dcache::resolve_path): one per
+    /// call, and one more after each round of blocking work or looked-up miss.
+    pub path_walks: u64,
 }
 
 impl Stats {
@@ -198,6 +204,7 @@ impl fmt::Display for Stats {
         writeln!(f, "fallback_access {}", self.fallback_access)?;
         writeln!(f, "fallback_needs_block {}", self.fallback_needs_block)?;
         writeln!(f, "access_hits {}", self.access_hits)?;
-        write!(f, "access_calls {}", self.access_calls)
+        writeln!(f, "access_calls {}", self.access_calls)?;
+        write!(f, "path_walks {}", self.path_walks)
     }
 }

@@ -12,9 +12,9 @@
 //!   (the `NameLock` proof) while it calls `Dcache::name_linked` or
 //!   `Dcache::name_unlinked`, and those also keep the inode's alias list. So map, aliases and
 //!   slots agree whenever no writer holds the stripe.
-//! - The map's mutex is a leaf lock (after the stripes, before nothing): readers copy a
-//!   snapshot under it and call user code with no lock held, so a callback may call back into
-//!   the cache.
+//! - The map's mutex is a leaf lock (see the "Lock order" table in the repository's
+//!   `ARCHITECTURE.md`): readers copy a snapshot under it and call user code with no lock
+//!   held, so a callback may call back into the cache.
 //! - A directory remembers whether it ever had negative children (`had_negatives`): only those
 //!   need the name-table sweep when their subtree is invalidated or their inode dropped. Every
 //!   maker of a negative notes it: `add_negative` (which refuses a parent that is not a cached
@@ -48,9 +48,9 @@ pub(crate) struct DirState {
     pub(crate) verifier: AtomicU64,
     pub(crate) has_verifier: AtomicBool,
     /// Held by a report that changes the directory, from its second look at the record to its
-    /// new record: reports take effect one at a time (see [`crate::listing`]).
+    /// new record: reports take effect one at a time (see `listing.rs`).
     pub(crate) reports: Mutex<()>,
-    /// Its cookie-indexed listing, made on the first readdir (see [`crate::listing`]).
+    /// Its cookie-indexed listing, made on the first readdir (see `listing.rs`).
     pub(crate) listing: OnceLock<Listing>,
 }
 
@@ -107,6 +107,7 @@ pub enum Visit {
     Quit,
 }
 
+/// The tree below a directory: its positive children, a walk over them, invalidation.
 impl Dcache {
     /// The cached directory `dir` (held, for its state).
     fn dir_inode(&self, dir: u64) -> Result<InodeRef, Error> {

@@ -3,7 +3,7 @@
 //! # Rules
 //!
 //! - Every dentry, positive and negative, carries one validity word beside its inode pointer
-//!   (`Slot`, see `dentry.rs`): its **expiry** (a 32-bit tick, see [`crate::clock`]; the
+//!   (`Slot`, see `dentry.rs`): its **expiry** (a 32-bit tick, see `clock.rs`; the
 //!   filesystem's entry timeout, like FUSE's `entry_valid`) and the **generation** of its
 //!   parent directory's verifier when it was filled (32 bits). Packed, the two cost 8 bytes per
 //!   dentry.
@@ -12,13 +12,13 @@
 //!   so no two directory states share one (a directory number reused after `forget` never
 //!   matches the old one's stamps). [`Dcache::dir_changed`](crate::Dcache::dir_changed) draws
 //!   a new one (a single store, one change of the directory at a time, and nothing when a
-//!   reported verifier is unchanged: reports are linearizable, see [`crate::listing`]), and
+//!   reported verifier is unchanged: reports are linearizable, see `listing.rs`), and
 //!   so does dropping what is cached below a directory (`invalidate`, the last `forget` of a
 //!   directory, naming a nameless one), so a negative the drop could not take (held by a
 //!   revalidation) is not trusted after it; the cache's own changes (add, unlink, rename) do
 //!   not, because they keep the dentries they touch right themselves.
 //! - **Trust**: a positive dentry is fresh until its expiry; a negative one until its expiry
-//!   *and* only while its generation equals its parent's (002's negative revalidation: a
+//!   *and* only while its generation equals its parent's (negative revalidation: a
 //!   remembered miss means nothing once the directory changed). A lockless reader decides this
 //!   with loads and compares only.
 //! - **Writers** of a validity word hold the name's stripe lock (the `NameLock` proof), like
@@ -38,7 +38,7 @@
 //!   reader of one of them alone sees each as it lands.
 //! - Limits, by design: a generation is 32 bits, so a negative dentry that neither expires nor
 //!   is looked up while the process draws exactly a multiple of 2^32 generations would be
-//!   trusted again; the clock saturates after 2.28 years (see [`crate::clock`]).
+//!   trusted again; the clock saturates after 2.28 years (see `clock.rs`).
 
 use std::time::Duration;
 
@@ -86,6 +86,7 @@ impl Default for Timeouts {
 /// Why a walk left the lockless mode (each fallback is counted under one reason in
 /// [`Stats`](crate::Stats)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Reason {
     /// A dentry's timeout passed, and the filesystem was not asked without blocking or
     /// answered that it is no longer valid.

@@ -2,10 +2,10 @@
 //!
 //! # Rules
 //!
-//! - A walk reads the rename sequence ([`crate::rename`]) first; an odd value (a rename in
+//! - A walk reads the rename sequence (`rename.rs`) first; an odd value (a rename in
 //!   progress) sends it straight to the fallback. It then resolves each component with a
 //!   lockless [`Dcache::lookup`](crate::Dcache::lookup) step (which trusts only fresh dentries:
-//!   see [`crate::reval`]) and, whatever the outcome, checks
+//!   see `reval.rs`) and, whatever the outcome, checks
 //!   the sequence again: unchanged, the result stands; changed, the walk is done again holding
 //!   the rename lock (no section can open then), which is counted in
 //!   [`Stats::walk_fallbacks`](crate::Stats::walk_fallbacks).
@@ -61,7 +61,7 @@ pub enum Walk<'g> {
     /// from another walk of the same components:
     /// - [`Resolved::Negative`](crate::Resolved::Negative): the path does not exist; the walk
     ///   ends as at a [`Walk::Negative`]. A complete cached listing of `parent` answers so
-    ///   without filing a negative dentry (see [`crate::listing`]), so a walk done again would
+    ///   without filing a negative dentry (see `listing.rs`), so a walk done again would
     ///   miss the same component again, for ever.
     /// - [`Resolved::Found`](crate::Resolved::Found): the component names that inode (one
     ///   lookup of it counted); walk the rest of the path, after the component, from it. A
@@ -136,8 +136,7 @@ fn components(path: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
 /// The offset of the first `byte` in `s`. On x86-64, memchr's SSE2 search (SSE2 is part of
 /// the architecture, so `One::new` always succeeds) is called directly: `memchr::memchr`
 /// picks an implementation through a function pointer on every call, which costs more than
-/// searching a dozen-byte component (cachegrind: a 6-component walk went from 2,628 to 2,440
-/// instructions).
+/// searching a dozen-byte component.
 #[inline]
 fn find_byte(byte: u8, s: &[u8]) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
@@ -147,9 +146,10 @@ fn find_byte(byte: u8, s: &[u8]) -> Option<usize> {
     memchr::memchr(byte, s)
 }
 
+/// The lockless path walk.
 impl Dcache {
     /// Resolves `path` from directory `root`, lock-free unless a rename overlaps it (then once
-    /// more under the rename lock). See the [module rules](crate::walk).
+    /// more under the rename lock). See the module rules (`walk.rs`).
     ///
     /// Errors: a component that is not a valid name ([`Error::InvalidName`], checked before any
     /// lookup); `root` not cached, or a directory whose parent `..` names no longer cached

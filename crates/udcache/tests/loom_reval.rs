@@ -16,19 +16,22 @@ use std::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use loom_common::{builder, loom_config};
 use udcache::{
-    Blocked, Cred, Dcache, FileType, Filesystem, InodeSpec, Lookup, Mask, ROOT_INO, Reason, epoch,
+    Blocked, Cred, Dcache, Errno, FileType, Filesystem, InodeSpec, Lookup, Mask, Permission,
+    ROOT_INO, Reason, epoch,
 };
 
 const DIR: u64 = 2;
 
-/// A cache holding directory `d` and a negative `d/x` filled at its current generation.
-fn cache_with_negative() -> Arc<Dcache> {
-    let cache = Arc::new(Dcache::new(loom_config()));
+/// A cache holding directory `d` and a negative `d/x` filled at its current generation, and
+/// its filesystem.
+fn cache_with_negative() -> (Arc<Dcache>, Arc<Fs>) {
+    let fs = Fs::new();
+    let cache = Arc::new(Dcache::new(loom_config().with_filesystem(fs.clone())));
     cache
         .add(ROOT_INO, b"d", InodeSpec { ino: DIR, kind: FileType::Directory, fs_data: 0 })
         .unwrap();
     cache.add_negative(DIR, b"x").unwrap();
-    cache
+    (cache, fs)
 }
 
 /// The filesystem's truth: whether `d/x` exists, and the rights on the root (uid 1001 has
@@ -45,14 +48,14 @@ impl Fs {
 }
 
 impl Filesystem for Fs {
-    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         // Relaxed: what the filesystem knows reaches the cache through the cache's own
         // orderings (a generation read with Acquire after the change's Release bump).
         let exists = self.x_exists.load(Ordering::Relaxed);
         Ok(exists.then_some(InodeSpec { ino: 3, kind: FileType::Regular, fs_data: 0 }))
     }
 
-    fn access(&self, _ino: u64, cred: &Cred) -> Result<Mask, i32> {
+    fn access(&self, _ino: u64, cred: &Cred) -> Result<Mask, Errno> {
         if cred.uid() == 1001 {
             return Ok(Mask::NONE);
         }
@@ -75,8 +78,10 @@ fn x(cache: &Dcache) -> &'static str {
 #[test]
 fn negative_check_vs_verifier_update() {
     builder(2).check(|| {
-        let (cache, fs, done) =
-            (cache_with_negative(), Fs::new(), Arc::new(AtomicBool::new(false)));
+        let (cache, fs, done) = {
+            let (cache, fs) = cache_with_negative();
+            (cache, fs, Arc::new(AtomicBool::new(false)))
+        };
         let changer = {
             let (cache, fs, done) = (cache.clone(), fs.clone(), done.clone());
             loom::thread::spawn(move || {
@@ -100,7 +105,7 @@ fn negative_check_vs_verifier_update() {
 fn same_verifier_reported_twice() {
     // One preemption stops the first reporter (this thread) between its record and its bump.
     builder(1).check(|| {
-        let cache = cache_with_negative();
+        let (cache, _) = cache_with_negative();
         cache.dir_changed(DIR, Some(1)).unwrap();
         cache.add_negative(DIR, b"x").unwrap(); // trusted under verifier 1
         let late = {
@@ -123,7 +128,7 @@ fn same_verifier_reported_twice() {
 fn refresh_vs_verifier_update() {
     // One preemption puts the change between the question and the refresh; two take minutes.
     builder(1).check(|| {
-        let (cache, fs) = (cache_with_negative(), Fs::new());
+        let (cache, fs) = cache_with_negative();
         cache.dir_changed(DIR, None).unwrap(); // x is stale: a revalidation is due
         let changer = {
             let (cache, fs) = (cache.clone(), fs.clone());
@@ -139,7 +144,7 @@ fn refresh_vs_verifier_update() {
             reason: Reason::Verifier,
             invalid: false,
         };
-        cache.unblock(&*fs, None, &stale).unwrap();
+        cache.unblock(None, &stale).unwrap();
         changer.join().unwrap();
         assert_ne!(x(&cache), "negative", "a pre-change answer trusted after the change");
     });
@@ -151,10 +156,12 @@ fn refresh_vs_verifier_update() {
 #[test]
 fn access_check_vs_revocation() {
     builder(2).check(|| {
-        let (cache, fs, done) =
-            (cache_with_negative(), Fs::new(), Arc::new(AtomicBool::new(false)));
+        let (cache, fs, done) = {
+            let (cache, fs) = cache_with_negative();
+            (cache, fs, Arc::new(AtomicBool::new(false)))
+        };
         let me = Cred::with_digest(1000, 1000, 0);
-        assert_eq!(cache.access(&*fs, ROOT_INO, &me, Mask::EXEC), Ok(true));
+        assert_eq!(cache.access(ROOT_INO, &me, Mask::EXEC), Ok(true));
         let revoker = {
             let (cache, fs, done) = (cache.clone(), fs.clone(), done.clone());
             loom::thread::spawn(move || {
@@ -165,9 +172,9 @@ fn access_check_vs_revocation() {
         };
         let after = done.load(Ordering::Acquire);
         let seen = cache.may_access(&epoch::pin(), ROOT_INO, &me, Mask::EXEC);
-        assert!(!after || seen.is_none(), "a revoked grant used: {seen:?}");
+        assert!(!after || seen == Permission::Unknown, "a revoked grant used: {seen:?}");
         revoker.join().unwrap();
-        assert_eq!(cache.access(&*fs, ROOT_INO, &me, Mask::EXEC), Ok(false));
+        assert_eq!(cache.access(ROOT_INO, &me, Mask::EXEC), Ok(false));
     });
 }
 
@@ -177,7 +184,7 @@ fn access_check_vs_revocation() {
 #[test]
 fn access_fill_vs_revocation() {
     builder(2).check(|| {
-        let (cache, fs) = (cache_with_negative(), Fs::new());
+        let (cache, fs) = cache_with_negative();
         let me = Cred::with_digest(1000, 1000, 0);
         let revoker = {
             let (cache, fs) = (cache.clone(), fs.clone());
@@ -186,10 +193,14 @@ fn access_fill_vs_revocation() {
                 cache.acl_changed(ROOT_INO).unwrap();
             })
         };
-        let _answered_either_way = cache.access(&*fs, ROOT_INO, &me, Mask::EXEC).unwrap();
+        let _answered_either_way = cache.access(ROOT_INO, &me, Mask::EXEC).unwrap();
         revoker.join().unwrap();
         let seen = cache.may_access(&epoch::pin(), ROOT_INO, &me, Mask::EXEC);
-        assert_ne!(seen, Some(true), "a grant answered before the revocation kept after it");
+        assert_ne!(
+            seen,
+            Permission::Allowed,
+            "a grant answered before the revocation kept after it"
+        );
     });
 }
 
@@ -200,19 +211,19 @@ fn access_fill_vs_revocation() {
 #[test]
 fn access_check_vs_most_recent_switch() {
     builder(2).check(|| {
-        let (cache, fs) = (cache_with_negative(), Fs::new());
+        let (cache, _) = cache_with_negative();
         let (alice, bob) = (Cred::with_digest(1000, 1000, 0), Cred::with_digest(1001, 1001, 0));
-        assert_eq!(cache.access(&*fs, ROOT_INO, &alice, Mask::EXEC), Ok(true));
+        assert_eq!(cache.access(ROOT_INO, &alice, Mask::EXEC), Ok(true));
         let filler = {
-            let (cache, fs) = (cache.clone(), fs.clone());
+            let cache = cache.clone();
             loom::thread::spawn(move || {
-                assert_eq!(cache.access(&*fs, ROOT_INO, &bob, Mask::EXEC), Ok(false));
+                assert_eq!(cache.access(ROOT_INO, &bob, Mask::EXEC), Ok(false));
             })
         };
         let seen = cache.may_access(&epoch::pin(), ROOT_INO, &alice, Mask::EXEC);
-        assert_ne!(seen, Some(false), "alice read with bob's rights");
+        assert_ne!(seen, Permission::Denied, "alice read with bob's rights");
         filler.join().unwrap();
-        assert_eq!(cache.may_access(&epoch::pin(), ROOT_INO, &bob, Mask::EXEC), Some(false));
+        assert_eq!(cache.may_access(&epoch::pin(), ROOT_INO, &bob, Mask::EXEC), Permission::Denied);
     });
 }
 
@@ -332,7 +343,7 @@ fn check_linearizable(setup: &[Op], mine: &[Op], theirs: &'static [Op], after: &
     // of its own (each failure the models name needs no more), the second lets that thread's
     // steps in at two places.
     builder(2).check(move || {
-        let cache = cache_with_negative();
+        let (cache, _) = cache_with_negative();
         run(&cache, &setup);
         let other = {
             let cache = cache.clone();

@@ -13,7 +13,8 @@ use std::sync::atomic::AtomicUsize;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom_common::{builder, bump, counts, loom_config};
 use udcache::{
-    Child, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, RenameMode, Resolved, Walk, epoch,
+    Child, Dcache, Errno, FileType, Filesystem, InodeSpec, ROOT_INO, RenameMode, Resolved, Walk,
+    epoch,
 };
 
 /// Inode `ino`, its data `10 × ino` (so that a reader can tell a torn or recycled one).
@@ -195,7 +196,7 @@ struct CountingFs {
 }
 
 impl Filesystem for CountingFs {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         assert_eq!((parent, name), (ROOT_INO, &b"x"[..]));
         // A std atomic: the count is what the model checks, not part of the protocol.
         self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -227,13 +228,13 @@ fn misses_of_one_name(exists: bool, preemptions: usize) {
     static OUTCOMES: [[AtomicUsize; 3]; 2] = [const { [const { AtomicUsize::new(0) }; 3] }; 2];
     let outcomes = &OUTCOMES[usize::from(exists)];
     builder(preemptions).check(move || {
-        let cache = Arc::new(Dcache::new(loom_config()));
         let fs = Arc::new(CountingFs { exists, calls: AtomicUsize::new(0) });
+        let cache = Arc::new(Dcache::new(loom_config().with_filesystem(fs.clone())));
         let other = {
-            let (cache, fs) = (cache.clone(), fs.clone());
-            loom::thread::spawn(move || cache.resolve(&*fs, ROOT_INO, b"x"))
+            let cache = cache.clone();
+            loom::thread::spawn(move || cache.resolve(ROOT_INO, b"x"))
         };
-        let mine = cache.resolve(&*fs, ROOT_INO, b"x");
+        let mine = cache.resolve(ROOT_INO, b"x");
         let theirs = other.join().unwrap();
         let answer =
             if exists { Resolved::Found(spec(3, FileType::Regular)) } else { Resolved::Negative };

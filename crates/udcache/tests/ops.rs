@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use udcache::clock::ManualClock;
+use udcache::ManualClock;
 use udcache::{
     Attr, Config, Dcache, Error, FileType, InodeSpec, InvalidName, Lookup, ROOT_INO, RenameMode,
     Stats, UnlinkPolicy, Walk, epoch,

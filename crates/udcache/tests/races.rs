@@ -4,10 +4,13 @@
 //! about one walk in two hundred. Also, in a fixed order (a filesystem that waits to be let
 //! go), a negative held by a revalidation during its directory's last `forget`.
 
+mod lend;
+
+use lend::lend;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use udcache::{Config, Dcache, FileType, InodeSpec, Lookup, ROOT_INO, Walk, epoch};
+use udcache::{Config, Dcache, Errno, FileType, InodeSpec, Lookup, ROOT_INO, Walk, epoch};
 
 fn dir(ino: u64) -> InodeSpec {
     InodeSpec { ino, kind: FileType::Directory, fs_data: 0 }
@@ -24,7 +27,7 @@ fn file(ino: u64) -> InodeSpec {
 fn filed_under_a_forgotten_number(rounds: usize, file_it: impl Fn(&Dcache)) -> usize {
     let mut wrong = 0;
     for _ in 0..rounds {
-        let cache = Dcache::new(Config::for_entries(64));
+        let cache = lend::cache(Config::for_entries(64));
         cache.add(ROOT_INO, b"p", dir(10)).unwrap();
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
@@ -78,7 +81,7 @@ fn shrink_name_away(cache: &Dcache, ino: u64) {
 /// `b/..` from 3) must end at the directory it started from, never at the other one.
 #[test]
 fn a_walk_of_dotdot_never_climbs_to_a_parent_the_path_did_not_name() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     cache.add(ROOT_INO, b"p", dir(2)).unwrap();
     cache.add(ROOT_INO, b"q", dir(3)).unwrap();
     cache.add(2, b"a", dir(4)).unwrap();
@@ -119,7 +122,7 @@ fn a_walk_of_dotdot_never_climbs_to_a_parent_the_path_did_not_name() {
 /// dropped the directory it found under the lock without one.
 #[test]
 fn invalidate_drops_a_name_that_became_a_directory_inside_a_section() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     let stop = AtomicBool::new(false);
     let (dropped, rounds) = (AtomicU64::new(0), AtomicU64::new(0));
     std::thread::scope(|s| {
@@ -162,7 +165,7 @@ struct HeldUp {
 }
 
 impl udcache::Filesystem for HeldUp {
-    fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         if self.first.swap(false, Ordering::SeqCst) {
             self.started.lock().unwrap().send(()).unwrap();
             let _ = self.go.lock().unwrap().recv_timeout(Duration::from_secs(10));
@@ -185,12 +188,12 @@ fn a_negative_held_during_its_directorys_last_forget_goes_with_it() {
         started: std::sync::Mutex::new(started_tx),
         go: std::sync::Mutex::new(go_rx),
     };
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     cache.add(ROOT_INO, b"d", dir(D)).unwrap();
     cache.add_negative(D, b"g").unwrap();
     cache.dir_changed(D, None).unwrap(); // (D, g) is stale: `resolve` revalidates it
     std::thread::scope(|s| {
-        let resolving = s.spawn(|| cache.resolve(&fs, D, b"g"));
+        let resolving = s.spawn(|| lend(&fs, || cache.resolve(D, b"g")));
         started.recv_timeout(Duration::from_secs(10)).expect("the revalidation asks the fs");
         cache.forget(D, 1).unwrap(); // D leaves the cache, and its negatives with it
         go.send(()).unwrap();
@@ -199,6 +202,6 @@ fn a_negative_held_during_its_directorys_last_forget_goes_with_it() {
     });
     assert!(cache.inode(&epoch::pin(), D).is_none());
     assert_eq!(cache.stats().nr_dentry, 0, "a dentry of the forgotten directory is left");
-    assert_eq!(cache.resolve(&fs, D, b"g"), Err(udcache::Error::UnknownInode(D)));
+    assert_eq!(lend(&fs, || cache.resolve(D, b"g")), Err(udcache::Error::UnknownInode(D)));
     assert!(matches!(cache.lookup(&epoch::pin(), D, b"g"), Ok(Lookup::Miss)));
 }

@@ -1,12 +1,16 @@
 //! Misses through a filesystem: cached answers, and concurrent misses of one name coalesced
 //! into one call (real threads, a counting backend).
 
+mod lend;
+
+use lend::lend;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use udcache::{
-    Config, Dcache, Error, FileType, Filesystem, InodeSpec, Lookup, ROOT_INO, Resolved, epoch,
+    Config, Dcache, Errno, Error, FileType, Filesystem, InodeSpec, Lookup, ROOT_INO, Resolved,
+    epoch,
 };
 
 const THREADS: usize = 8;
@@ -21,7 +25,7 @@ struct Slow<'c> {
 }
 
 impl Filesystem for Slow<'_> {
-    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let deadline = Instant::now() + Duration::from_secs(5);
         while self.cache.stats().coalesced_misses < self.wait_for && Instant::now() < deadline {
@@ -34,7 +38,7 @@ impl Filesystem for Slow<'_> {
                 fs_data: 9,
             })),
             b'n' => Ok(None),
-            _ => Err(5),
+            _ => Err(Errno::new(5)),
         }
     }
 }
@@ -53,7 +57,7 @@ fn storm(
             .map(|_| {
                 s.spawn(|| {
                     start.wait();
-                    cache.resolve(&fs, ROOT_INO, name)
+                    lend(&fs, || cache.resolve(ROOT_INO, name))
                 })
             })
             .collect();
@@ -64,7 +68,7 @@ fn storm(
 
 #[test]
 fn concurrent_misses_of_one_name_make_one_call() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     let (answers, calls) = storm(&cache, b"file", 0);
     assert_eq!(calls, 1, "one backend call for {THREADS} threads");
     let spec = InodeSpec { ino: 104, kind: FileType::Regular, fs_data: 9 };
@@ -77,14 +81,14 @@ fn concurrent_misses_of_one_name_make_one_call() {
     drop(g);
     // Cached now: no call, still counted.
     let fs = Slow { cache: &cache, calls: AtomicU64::new(0), wait_for: 0 };
-    assert_eq!(cache.resolve(&fs, ROOT_INO, b"file"), Ok(Resolved::Found(spec)));
+    assert_eq!(lend(&fs, || cache.resolve(ROOT_INO, b"file")), Ok(Resolved::Found(spec)));
     assert_eq!(fs.calls.load(Ordering::SeqCst), 0);
     cache.forget(104, THREADS as u64 + 1).unwrap();
 }
 
 #[test]
 fn a_coalesced_negative_is_remembered_and_shared() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     let (answers, calls) = storm(&cache, b"nothing", 0);
     assert_eq!(calls, 1);
     assert!(answers.iter().all(|a| *a == Ok(Resolved::Negative)), "{answers:?}");
@@ -94,10 +98,10 @@ fn a_coalesced_negative_is_remembered_and_shared() {
 
 #[test]
 fn errors_reach_every_waiter_and_are_not_cached() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     let (answers, calls) = storm(&cache, b"eio", 0);
     assert_eq!(calls, 1);
-    assert!(answers.iter().all(|a| *a == Err(Error::Backend(5))), "{answers:?}");
+    assert!(answers.iter().all(|a| *a == Err(Error::Backend(Errno::new(5)))), "{answers:?}");
     let g = epoch::pin();
     assert!(matches!(cache.lookup(&g, ROOT_INO, b"eio"), Ok(Lookup::Miss)));
     drop(g);
@@ -108,9 +112,9 @@ fn errors_reach_every_waiter_and_are_not_cached() {
 
 #[test]
 fn bad_names_never_reach_the_filesystem() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     let fs = Slow { cache: &cache, calls: AtomicU64::new(0), wait_for: 0 };
-    assert!(matches!(cache.resolve(&fs, ROOT_INO, b"a/b"), Err(Error::InvalidName(_))));
+    assert!(matches!(lend(&fs, || cache.resolve(ROOT_INO, b"a/b")), Err(Error::InvalidName(_))));
     assert_eq!(fs.calls.load(Ordering::SeqCst), 0);
 }
 
@@ -123,7 +127,7 @@ struct PanicsFirst {
 }
 
 impl Filesystem for PanicsFirst {
-    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
             let deadline = Instant::now() + Duration::from_secs(5);
             while self.cache.stats().coalesced_misses < self.waiters && Instant::now() < deadline {
@@ -138,7 +142,7 @@ impl Filesystem for PanicsFirst {
 #[test]
 fn a_filesystem_that_panics_still_ends_its_call() {
     use std::sync::{Arc, mpsc};
-    let cache = Arc::new(Dcache::new(Config::for_entries(64)));
+    let cache = Arc::new(lend::cache(Config::for_entries(64)));
     let waiters = THREADS as u64 - 1;
     let fs = Arc::new(PanicsFirst { cache: cache.clone(), calls: AtomicU64::new(0), waiters });
     let (done, answers) = mpsc::channel();
@@ -147,7 +151,7 @@ fn a_filesystem_that_panics_still_ends_its_call() {
         // Detached threads and a deadline: waiters left asleep fail the test instead of
         // hanging it.
         std::thread::spawn(move || {
-            let resolve = || cache.resolve(&*fs, ROOT_INO, b"x");
+            let resolve = || lend(&*fs, || cache.resolve(ROOT_INO, b"x"));
             let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(resolve));
             done.send(answer.ok()).unwrap();
         });
@@ -156,10 +160,10 @@ fn a_filesystem_that_panics_still_ends_its_call() {
         .map(|_| answers.recv_timeout(Duration::from_secs(30)).expect("a waiter never woke"))
         .collect();
     assert_eq!(answers.iter().filter(|a| a.is_none()).count(), 1, "the caller panicked");
-    assert!(answers.iter().flatten().all(|a| *a == Err(Error::Backend(libc::EIO))), "{answers:?}");
+    assert!(answers.iter().flatten().all(|a| *a == Err(Error::Backend(Errno::EIO))), "{answers:?}");
     assert_eq!(fs.calls.load(Ordering::SeqCst), 1);
     // The call is over: the next miss asks again.
-    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"x"), Ok(Resolved::Negative));
+    assert_eq!(lend(&*fs, || cache.resolve(ROOT_INO, b"x")), Ok(Resolved::Negative));
     assert_eq!(fs.calls.load(Ordering::SeqCst), 2);
 }
 
@@ -172,7 +176,7 @@ struct CreatedDuringTheCall<'c> {
 }
 
 impl Filesystem for CreatedDuringTheCall<'_> {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
             let spec = InodeSpec { ino: 7, kind: FileType::Regular, fs_data: 0 };
             self.cache.add(parent, name, spec).unwrap();
@@ -183,11 +187,11 @@ impl Filesystem for CreatedDuringTheCall<'_> {
 
 #[test]
 fn a_negative_answer_overtaken_by_an_add_resolves_to_the_added_name() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     let fs = CreatedDuringTheCall { cache: &cache, calls: AtomicU64::new(0) };
     // The stale "no such file" is not filed over the newer positive, and the caller gets the
     // name as cached (with its lookup counted), not an error no lookup can answer.
-    let answer = cache.resolve(&fs, ROOT_INO, b"new");
+    let answer = lend(&fs, || cache.resolve(ROOT_INO, b"new"));
     assert!(matches!(answer, Ok(Resolved::Found(spec)) if spec.ino == 7), "{answer:?}");
     assert_eq!(fs.calls.load(Ordering::SeqCst), 1);
     let g = epoch::pin();
@@ -202,7 +206,7 @@ struct FiledAsAnotherInode<'c> {
 }
 
 impl Filesystem for FiledAsAnotherInode<'_> {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         let spec = |ino| InodeSpec { ino, kind: FileType::Regular, fs_data: 0 };
         self.cache.add(parent, name, spec(8)).unwrap();
         Ok(Some(spec(7)))
@@ -211,11 +215,11 @@ impl Filesystem for FiledAsAnotherInode<'_> {
 
 #[test]
 fn a_positive_answer_overtaken_by_an_add_resolves_to_what_the_add_filed() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     cache
         .add(ROOT_INO, b"other", InodeSpec { ino: 7, kind: FileType::Regular, fs_data: 0 })
         .unwrap();
-    let answer = cache.resolve(&FiledAsAnotherInode { cache: &cache }, ROOT_INO, b"new");
+    let answer = lend(&FiledAsAnotherInode { cache: &cache }, || cache.resolve(ROOT_INO, b"new"));
     // The caller replies with the inode the name holds, and that is the one counted.
     assert!(matches!(answer, Ok(Resolved::Found(spec)) if spec.ino == 8), "{answer:?}");
     let g = epoch::pin();
@@ -237,7 +241,7 @@ impl Timed {
 }
 
 impl Filesystem for Timed {
-    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         *self.calls.lock().unwrap().entry(name.to_vec()).or_default() += 1;
         (self.delay)(name);
         let ino = 100 + u64::from(*name.last().unwrap());
@@ -248,14 +252,14 @@ impl Filesystem for Timed {
 /// `THREADS` threads start together and resolve every one of `names` in the same order (so
 /// their misses meet); checks every answer and returns the cache's figures.
 fn resolve_together(fs: &Timed, names: &[Vec<u8>]) -> udcache::Stats {
-    let cache = Dcache::new(Config::for_entries(4096));
+    let cache = lend::cache(Config::for_entries(4096));
     let start = Barrier::new(THREADS);
     std::thread::scope(|s| {
         for _ in 0..THREADS {
             s.spawn(|| {
                 start.wait();
                 for name in names {
-                    let answer = cache.resolve(fs, ROOT_INO, name);
+                    let answer = lend(fs, || cache.resolve(ROOT_INO, name));
                     let ino = 100 + u64::from(*name.last().unwrap());
                     assert!(matches!(answer, Ok(Resolved::Found(s)) if s.ino == ino), "{answer:?}");
                 }

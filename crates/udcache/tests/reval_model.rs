@@ -31,19 +31,22 @@
 //! the cache only what it still trusts. Not modelled: more than two credentials per inode (the
 //! locked list's bound), concurrency (see `reval_stress.rs`, `loom_reval.rs`).
 
+mod lend;
+
+use lend::lend;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use udcache::clock::ManualClock;
-use udcache::fetch::defaults;
+use udcache::ManualClock;
+use udcache::defaults;
 use udcache::readdir::{Entry, Fill, FillError, Verifier};
 use udcache::{
-    Blocked, Cached, Checked, Config, Cred, Dcache, Error, FileType, Filesystem, InodeSpec, Lookup,
-    Mask, ROOT_INO, Reason, RenameMode, Resolved, Revalidate, Timeouts, Unblocked, UnlinkPolicy,
-    Walk, epoch,
+    Blocked, Cached, Checked, Config, Cred, Dcache, Errno, Error, FileType, Filesystem, InodeSpec,
+    Lookup, Mask, Permission, ROOT_INO, Reason, RenameMode, Resolved, Revalidate, Timeouts,
+    Unblocked, UnlinkPolicy, Walk, epoch,
 };
 
 /// The directory below the root.
@@ -86,6 +89,7 @@ fn reason_index(r: Reason) -> usize {
         Reason::Verifier => 1,
         Reason::AccessMiss => 2,
         Reason::NeedsBlock => 3,
+        other => unreachable!("a reason the model does not know: {other:?}"),
     }
 }
 
@@ -152,7 +156,7 @@ impl Fs {
 }
 
 impl Filesystem for Fs {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         let key = (parent, name.to_vec());
         let answer = self.world.lock().unwrap().name(&key);
         let in_revalidate = self.in_revalidate.load(Ordering::Relaxed);
@@ -181,7 +185,7 @@ impl Filesystem for Fs {
         answer
     }
 
-    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, i32> {
+    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, Errno> {
         let answer = if self.defaults {
             defaults::access(ino, cred)?
         } else {
@@ -749,7 +753,7 @@ impl Rig {
             .with_unlink_policy(s.policy)
             .with_timeouts(s.timeouts)
             .with_clock(clock.clone());
-        let cache = Dcache::new(config);
+        let cache = lend::cache(config);
         let fs = Arc::new(Fs {
             world: Mutex::new(World::new()),
             log: Mutex::new(Vec::new()),
@@ -882,7 +886,7 @@ impl Rig {
             Op::Rename { from, to, mode } => self.rename(&key(from), &key(to), mode)?,
             Op::Readdir { dir } => {
                 let fs: Arc<dyn Filesystem> = self.fs.clone();
-                let batch = self.cache.readdir(&fs, dir, 0, 100).unwrap();
+                let batch = lend(&*fs, || self.cache.readdir(dir, 0, 100)).unwrap();
                 prop_assert!(batch.eof);
                 let calls = self.absorb()?;
                 let l = self.model.listings.get(&dir).cloned().unwrap_or_default();
@@ -911,10 +915,15 @@ impl Rig {
                 if want.is_some() && mask != Mask::NONE {
                     self.model.counts.access_hits += 1;
                 }
+                let want = match want {
+                    Some(true) => Permission::Allowed,
+                    Some(false) => Permission::Denied,
+                    None => Permission::Unknown,
+                };
                 prop_assert_eq!(got, want);
             }
             Op::Access { ino, uid, mask } => {
-                let got = self.cache.access(&*self.fs, ino, &cred(uid), mask).unwrap();
+                let got = lend(&*self.fs, || self.cache.access(ino, &cred(uid), mask)).unwrap();
                 match self.model.cached_access(ino, uid, mask) {
                     Some(want) => {
                         self.no_calls("a cached access")?;
@@ -961,7 +970,7 @@ impl Rig {
     fn resolve(&mut self, k: &(u64, Vec<u8>)) -> Result<Option<u64>, TestCaseError> {
         let trusted = self.model.trusted(k);
         let truth = self.truth(k);
-        let got = self.cache.resolve(&*self.fs, k.0, &k.1).unwrap();
+        let got = lend(&*self.fs, || self.cache.resolve(k.0, &k.1)).unwrap();
         let got = match got {
             Resolved::Found(s) => Some(s.ino),
             Resolved::Negative => None,
@@ -1051,12 +1060,14 @@ impl Rig {
                 }
             }
             let guard = epoch::pin();
-            let got =
-                self.cache.walk_as_after(&guard, &*self.fs, c.as_ref(), ROOT_INO, path, &after);
+            let got = lend(&*self.fs, || {
+                self.cache.walk_as_after(&guard, c.as_ref(), ROOT_INO, path, &after)
+            });
             let got = match got.unwrap() {
                 Checked::Done(w) => Ok(end_of(&w)),
                 Checked::Denied { dir, at } => Ok(End::Denied(dir, at)),
                 Checked::Blocked(b) => Err(b),
+                other => unreachable!("an end the model does not know: {other:?}"),
             };
             drop(guard);
             // The access hits of this walk: each directory searched whose most recent result
@@ -1070,6 +1081,7 @@ impl Rig {
                 Err(Blocked::Revalidate { at, .. } | Blocked::Access { at, .. }) => {
                     comps.iter().position(|c| c.0 == *at).unwrap() + 1
                 }
+                Err(other) => unreachable!("blocked as the model does not know: {other:?}"),
             };
             if let Some(uid) = uid {
                 let mut cur = ROOT_INO;
@@ -1143,7 +1155,8 @@ impl Rig {
                     }
                     other => prop_assert!(false, "{:?} blocked after {:?}", k, other),
                 }
-                let done = self.cache.unblock(&*self.fs, uid.map(cred).as_ref(), b).unwrap();
+                let done =
+                    lend(&*self.fs, || self.cache.unblock(uid.map(cred).as_ref(), b)).unwrap();
                 after.merge(done);
                 if *invalid {
                     self.no_calls("unblock of an invalid name")?;
@@ -1157,7 +1170,7 @@ impl Rig {
             Blocked::Access { dir, .. } => {
                 let uid = uid.expect("an access check with a credential");
                 prop_assert!(before.mru(*dir, uid).is_none(), "blocked on a trusted result");
-                let done = self.cache.unblock(&*self.fs, Some(&cred(uid)), b).unwrap();
+                let done = lend(&*self.fs, || self.cache.unblock(Some(&cred(uid)), b)).unwrap();
                 after.merge(done);
                 if self.model.cached_access(*dir, uid, Mask::EXEC).is_some() {
                     self.no_calls("unblock of a cached access")?;
@@ -1166,6 +1179,7 @@ impl Rig {
                     prop_assert_eq!(calls.len(), 1, "{:?}", calls);
                 }
             }
+            other => unreachable!("blocked as the model does not know: {other:?}"),
         }
         Ok(())
     }

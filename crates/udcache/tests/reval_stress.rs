@@ -14,15 +14,18 @@
 
 mod common;
 
+mod lend;
+
+use lend::lend;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{End, resolve_path};
-use udcache::clock::ManualClock;
+use udcache::ManualClock;
 use udcache::{
-    Attr, Cached, Config, Cred, Dcache, Error, FileType, Filesystem, InodeSpec, Mask, ROOT_INO,
-    Revalidate, Timeouts,
+    Attr, Cached, Config, Cred, Dcache, Errno, Error, FileType, Filesystem, InodeSpec, Mask,
+    ROOT_INO, Revalidate, Timeouts,
 };
 
 const DIR: u64 = 2;
@@ -66,7 +69,7 @@ impl Truth {
 }
 
 impl Filesystem for Truth {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         Ok(self.now(parent, name))
     }
 
@@ -83,7 +86,7 @@ impl Filesystem for Truth {
         }
     }
 
-    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, i32> {
+    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, Errno> {
         let denied = ino == DIR && cred.uid() == ALICE && self.acl.load(Ordering::SeqCst) % 2 == 1;
         Ok(if denied { Mask::READ } else { Mask::ALL })
     }
@@ -143,7 +146,7 @@ fn walk_and_check(cache: &Dcache, truth: &Truth, i: usize, cred: &Cred, tally: &
     let name_before = truth.name[i].load(Ordering::SeqCst);
     let acl_seen = truth.acl_announced.load(Ordering::SeqCst);
     let acl_before = truth.acl.load(Ordering::SeqCst);
-    let (end, _) = resolve_path(cache, truth, Some(cred), &format!("d/n{i}"), 50);
+    let (end, _) = lend(truth, || resolve_path(cache, Some(cred), &format!("d/n{i}")));
     let name_settled =
         truth.name[i].load(Ordering::SeqCst) == name_before && name_seen == name_before;
     let acl_settled = truth.acl.load(Ordering::SeqCst) == acl_before && acl_seen == acl_before;
@@ -188,7 +191,7 @@ fn walks_never_trust_what_an_announced_change_revoked() {
     let ttl = Duration::from_millis(50);
     let timeouts = Timeouts { entry: ttl, negative: ttl, access: ttl };
     let cache =
-        Dcache::new(Config::for_entries(256).with_timeouts(timeouts).with_clock(clock.clone()));
+        lend::cache(Config::for_entries(256).with_timeouts(timeouts).with_clock(clock.clone()));
     let d = Truth::now_root_d();
     cache.add(ROOT_INO, b"d", d).unwrap(); // so that the changer can announce from the start
     let truth = Truth {

@@ -3,11 +3,14 @@
 //! and what such moves share with `rename` (a directory between two names, a new parent
 //! forgotten meanwhile).
 
+mod lend;
+
+use lend::lend;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use udcache::{
-    Config, Dcache, Error, FileType, Filesystem, InodeSpec, Lookup, ROOT_INO, RenameMode, Resolved,
-    Walk, epoch,
+    Config, Dcache, Errno, Error, FileType, Filesystem, InodeSpec, Lookup, ROOT_INO, RenameMode,
+    Resolved, Walk, epoch,
 };
 
 const fn dir(ino: u64) -> InodeSpec {
@@ -42,7 +45,7 @@ struct Answers<'a> {
 }
 
 impl Filesystem for Answers<'_> {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         (self.before)();
         Ok(self.answers.iter().find(|((p, n), _)| (*p, *n) == (parent, name)).map(|(_, s)| *s))
     }
@@ -58,10 +61,13 @@ const MOVED: &[((u64, &[u8]), InodeSpec)] = &[((ROOT_INO, b"new"), dir(2))];
 
 #[test]
 fn a_directory_moved_behind_the_cache_moves_with_what_is_cached_below_it() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     cache.add(ROOT_INO, b"old", dir(2)).unwrap();
     cache.add(2, b"child", file(3)).unwrap();
-    assert_eq!(cache.resolve(&answers(MOVED), ROOT_INO, b"new"), Ok(Resolved::Found(dir(2))));
+    assert_eq!(
+        lend(&answers(MOVED), || cache.resolve(ROOT_INO, b"new")),
+        Ok(Resolved::Found(dir(2)))
+    );
     assert_eq!(walked(&cache, ROOT_INO, "new/child"), Some(3), "the subtree came along");
     assert_eq!(walked(&cache, ROOT_INO, "old"), None, "the old name is gone");
     let guard = epoch::pin();
@@ -71,41 +77,44 @@ fn a_directory_moved_behind_the_cache_moves_with_what_is_cached_below_it() {
 
 #[test]
 fn a_directory_moved_while_its_parent_changed_again_is_filed_expired() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     cache.add(ROOT_INO, b"old", dir(2)).unwrap();
     let changed = || cache.dir_changed(ROOT_INO, None).unwrap();
     let fs = Answers { answers: MOVED, before: &changed };
-    assert_eq!(cache.resolve(&fs, ROOT_INO, b"new"), Ok(Resolved::Found(dir(2))));
+    assert_eq!(lend(&fs, || cache.resolve(ROOT_INO, b"new")), Ok(Resolved::Found(dir(2))));
     // The answer came from before the change the filesystem reported meanwhile: the moved
     // name is there, but not trusted until revalidated.
     assert!(matches!(cache.lookup(&epoch::pin(), ROOT_INO, b"new"), Ok(Lookup::Miss)));
-    assert_eq!(cache.resolve(&answers(MOVED), ROOT_INO, b"new"), Ok(Resolved::Found(dir(2))));
+    assert_eq!(
+        lend(&answers(MOVED), || cache.resolve(ROOT_INO, b"new")),
+        Ok(Resolved::Found(dir(2)))
+    );
     assert_eq!(hit(&cache, ROOT_INO, b"new"), Some(2));
 }
 
 #[test]
 fn the_old_name_is_dropped_not_left_negative() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     cache.add(ROOT_INO, b"x", dir(10)).unwrap();
     cache.add(10, b"old", dir(2)).unwrap();
     // The old parent changes while the filesystem answers (say, `old` made again there): a
     // negative filed for `old` now would be trusted though it may be wrong.
     let changed = || cache.dir_changed(10, None).unwrap();
     let fs = Answers { answers: MOVED, before: &changed };
-    assert_eq!(cache.resolve(&fs, ROOT_INO, b"new"), Ok(Resolved::Found(dir(2))));
+    assert_eq!(lend(&fs, || cache.resolve(ROOT_INO, b"new")), Ok(Resolved::Found(dir(2))));
     assert!(matches!(cache.lookup(&epoch::pin(), 10, b"old"), Ok(Lookup::Miss)));
     assert_eq!(walked(&cache, ROOT_INO, "new"), Some(2));
 }
 
 #[test]
 fn a_name_created_while_the_filesystem_answered_stands() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     cache.add(ROOT_INO, b"old", dir(2)).unwrap();
     let create = || cache.add(ROOT_INO, b"new", file(5)).unwrap();
     let fs = Answers { answers: MOVED, before: &create };
     // The create came after the answer was read: it stands, as against a file answer, and it
     // is what the caller is answered (and what its lookup counts), as the name holds it.
-    assert_eq!(cache.resolve(&fs, ROOT_INO, b"new"), Ok(Resolved::Found(file(5))));
+    assert_eq!(lend(&fs, || cache.resolve(ROOT_INO, b"new")), Ok(Resolved::Found(file(5))));
     assert_eq!(hit(&cache, ROOT_INO, b"new"), Some(5));
     assert_eq!(hit(&cache, ROOT_INO, b"old"), Some(2), "nothing moved");
     let guard = epoch::pin();
@@ -118,11 +127,11 @@ fn a_name_created_while_the_filesystem_answered_stands() {
 fn a_move_below_itself_drops_the_stale_link_and_closes_no_cycle() {
     // Cached: /a (2) / b (3). On the server: `mv /a/b /b; mv /a /b/a`. The kernel, still
     // holding 3, looks up `a` in it first.
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     cache.add(ROOT_INO, b"a", dir(2)).unwrap();
     cache.add(2, b"b", dir(3)).unwrap();
     let server: &[((u64, &[u8]), InodeSpec)] = &[((3, b"a"), dir(2)), ((ROOT_INO, b"b"), dir(3))];
-    assert_eq!(cache.resolve(&answers(server), 3, b"a"), Ok(Resolved::Found(dir(2))));
+    assert_eq!(lend(&answers(server), || cache.resolve(3, b"a")), Ok(Resolved::Found(dir(2))));
     let guard = epoch::pin();
     assert_eq!(cache.inode(&guard, 2).unwrap().aliases(), [(3, b"a".to_vec())]);
     assert!(cache.inode(&guard, 3).unwrap().aliases().is_empty(), "the stale link is gone");
@@ -133,18 +142,21 @@ fn a_move_below_itself_drops_the_stale_link_and_closes_no_cycle() {
     // The next lookups name 3 again, where it is: what was cached below it while it had no
     // name is dropped then (no invalidate of an ancestor could have reached it), and looked
     // up again.
-    assert_eq!(cache.resolve(&answers(server), ROOT_INO, b"b"), Ok(Resolved::Found(dir(3))));
+    assert_eq!(
+        lend(&answers(server), || cache.resolve(ROOT_INO, b"b")),
+        Ok(Resolved::Found(dir(3)))
+    );
     assert_eq!(walked(&cache, ROOT_INO, "b/a"), None);
-    assert_eq!(cache.resolve(&answers(server), 3, b"a"), Ok(Resolved::Found(dir(2))));
+    assert_eq!(lend(&answers(server), || cache.resolve(3, b"a")), Ok(Resolved::Found(dir(2))));
     assert_eq!(walked(&cache, ROOT_INO, "b/a"), Some(2));
 }
 
 #[test]
 fn a_directory_named_inside_itself_is_refused() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     cache.add(ROOT_INO, b"a", dir(2)).unwrap();
     let inside: &[((u64, &[u8]), InodeSpec)] = &[((2, b"self"), dir(2))];
-    assert_eq!(cache.resolve(&answers(inside), 2, b"self"), Err(Error::DirectoryAlias(2)));
+    assert_eq!(lend(&answers(inside), || cache.resolve(2, b"self")), Err(Error::DirectoryAlias(2)));
     assert_eq!(walked(&cache, ROOT_INO, "a"), Some(2));
     assert!(matches!(cache.lookup(&epoch::pin(), 2, b"self"), Ok(Lookup::Miss)));
 }
@@ -160,7 +172,7 @@ fn races(
 ) -> usize {
     let wrong = AtomicUsize::new(0);
     for _ in 0..rounds {
-        let cache = Dcache::new(Config::for_entries(64));
+        let cache = lend::cache(Config::for_entries(64));
         setup(&cache);
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
@@ -169,7 +181,7 @@ fn races(
                     racer(&cache);
                 }
             });
-            let r = cache.resolve(&answers(MOVED), ROOT_INO, b"new");
+            let r = lend(&answers(MOVED), || cache.resolve(ROOT_INO, b"new"));
             stop.store(true, Ordering::Relaxed);
             if check(&cache, r) {
                 wrong.fetch_add(1, Ordering::Relaxed);
@@ -201,7 +213,7 @@ fn a_moved_name_is_not_trusted_after_a_change_announced_meanwhile() {
     // after the report returned must never trust the moved name.
     let wrong = AtomicUsize::new(0);
     for _ in 0..2000 {
-        let cache = Dcache::new(Config::for_entries(64));
+        let cache = lend::cache(Config::for_entries(64));
         cache.add(ROOT_INO, b"old", dir(2)).unwrap();
         let (announced, done) = (AtomicBool::new(false), AtomicBool::new(false));
         let announce = || {
@@ -220,7 +232,7 @@ fn a_moved_name_is_not_trusted_after_a_change_announced_meanwhile() {
                 }
                 trusted
             });
-            assert_eq!(cache.resolve(&fs, ROOT_INO, b"new"), Ok(Resolved::Found(dir(2))));
+            assert_eq!(lend(&fs, || cache.resolve(ROOT_INO, b"new")), Ok(Resolved::Found(dir(2))));
             done.store(true, Ordering::SeqCst);
             reader.join().unwrap()
         });
@@ -233,7 +245,7 @@ fn a_moved_name_is_not_trusted_after_a_change_announced_meanwhile() {
 struct AllTwo;
 
 impl Filesystem for AllTwo {
-    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         Ok(Some(dir(2)))
     }
 }
@@ -243,7 +255,7 @@ impl Filesystem for AllTwo {
 fn two_names(rounds: usize, moves: impl Fn(&Dcache, usize)) -> usize {
     let mut wrong = 0;
     for _ in 0..rounds {
-        let cache = Dcache::new(Config::for_entries(64));
+        let cache = lend::cache(Config::for_entries(64));
         cache.add(ROOT_INO, b"n0", dir(2)).unwrap();
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
@@ -269,7 +281,8 @@ fn a_moving_directory_never_gets_a_second_name() {
         drop(c.rename(ROOT_INO, &name(i), ROOT_INO, &name(i + 1), RenameMode::Replace));
     });
     assert_eq!(by_rename, 0, "rounds where rename's moves let an add name it twice");
-    let by_resolve = two_names(300, |c, i| drop(c.resolve(&AllTwo, ROOT_INO, &name(i + 1))));
+    let by_resolve =
+        two_names(300, |c, i| drop(lend(&AllTwo, || c.resolve(ROOT_INO, &name(i + 1)))));
     assert_eq!(by_resolve, 0, "rounds where resolve's moves let an add name it twice");
 }
 
@@ -279,7 +292,7 @@ fn a_moving_directory_never_gets_a_second_name() {
 fn filed_under_forgotten(rounds: usize, moves: impl Fn(&Dcache)) -> usize {
     let mut wrong = 0;
     for _ in 0..rounds {
-        let cache = Dcache::new(Config::for_entries(64));
+        let cache = lend::cache(Config::for_entries(64));
         cache.add(ROOT_INO, b"old", dir(2)).unwrap();
         cache.add(ROOT_INO, b"p", dir(10)).unwrap();
         let stop = AtomicBool::new(false);
@@ -308,6 +321,6 @@ fn a_move_into_a_directory_forgotten_meanwhile_files_nothing_under_its_number() 
     });
     assert_eq!(by_rename, 0, "rounds where rename filed under a forgotten directory");
     let by_resolve =
-        filed_under_forgotten(2000, |c| drop(c.resolve(&answers(into_ten), 10, b"new")));
+        filed_under_forgotten(2000, |c| drop(lend(&answers(into_ten), || c.resolve(10, b"new"))));
     assert_eq!(by_resolve, 0, "rounds where resolve filed under a forgotten directory");
 }

@@ -1,15 +1,18 @@
 //! Children maps, tree walks, invalidation, shrink, exchange, and listings through the cache.
 
+mod lend;
+
+use lend::lend;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use udcache::clock::ManualClock;
+use udcache::ManualClock;
 use udcache::readdir::{Entry, Fill, FillError, Verifier};
 use udcache::{
-    Config, Dcache, Error, FileType, Filesystem, InodeSpec, Lookup, ROOT_INO, RenameMode, Resolved,
-    Timeouts, Visit, Walk, epoch,
+    Config, Dcache, Errno, Error, FileType, Filesystem, InodeSpec, Lookup, ROOT_INO, RenameMode,
+    Resolved, Timeouts, Visit, Walk, epoch,
 };
 
 fn dir(ino: u64) -> InodeSpec {
@@ -42,7 +45,7 @@ fn lookup(cache: &Dcache, parent: u64, name: &str) -> Option<u64> {
 
 #[test]
 fn children_follow_every_change_and_skip_negatives() {
-    let cache = Dcache::new(Config::for_entries(4096));
+    let cache = lend::cache(Config::for_entries(4096));
     cache.add(ROOT_INO, b"d", dir(2)).unwrap();
     cache.add(2, b"a", file(3)).unwrap();
     cache.add(2, b"b", file(4)).unwrap();
@@ -67,7 +70,7 @@ fn children_follow_every_change_and_skip_negatives() {
 
 #[test]
 fn walk_tree_steers_with_skip_skip_siblings_and_quit() {
-    let cache = Dcache::new(Config::for_entries(256));
+    let cache = lend::cache(Config::for_entries(256));
     // root/{a,b,c}; each holds x, y, z, and a/x holds deep.
     for (k, n) in ["a", "b", "c"].iter().enumerate() {
         let d = 10 + k as u64 * 10;
@@ -111,7 +114,7 @@ fn walk_tree_steers_with_skip_skip_siblings_and_quit() {
 
 #[test]
 fn invalidate_drops_a_subtree_with_its_negatives_and_keeps_inodes() {
-    let cache = Dcache::new(Config::for_entries(1024));
+    let cache = lend::cache(Config::for_entries(1024));
     cache.add(ROOT_INO, b"top", dir(2)).unwrap();
     cache.add(2, b"sub", dir(3)).unwrap();
     cache.add(3, b"f", file(4)).unwrap();
@@ -139,7 +142,7 @@ fn invalidate_drops_a_subtree_with_its_negatives_and_keeps_inodes() {
 
 #[test]
 fn forgetting_a_directory_drops_what_was_cached_below_it() {
-    let cache = Dcache::new(Config::for_entries(256));
+    let cache = lend::cache(Config::for_entries(256));
     cache.add(ROOT_INO, b"d", dir(2)).unwrap();
     cache.add_negative(2, b"stale").unwrap();
     cache.add(2, b"f", file(3)).unwrap();
@@ -157,7 +160,7 @@ fn forgetting_a_directory_drops_what_was_cached_below_it() {
 
 #[test]
 fn a_validity_beyond_the_clock_range_does_not_wrap_into_the_past() {
-    let cache = Dcache::new(Config::for_entries(16));
+    let cache = lend::cache(Config::for_entries(16));
     let far = std::time::Duration::from_secs(1 << 40);
     cache.setattr(ROOT_INO, &udcache::Attr::default(), far).unwrap();
     assert!(cache.getattr(ROOT_INO).unwrap().is_some());
@@ -165,7 +168,7 @@ fn a_validity_beyond_the_clock_range_does_not_wrap_into_the_past() {
 
 #[test]
 fn shrink_takes_negatives_first_then_positives_with_their_bookkeeping() {
-    let cache = Dcache::new(Config::for_entries(1024));
+    let cache = lend::cache(Config::for_entries(1024));
     for i in 0..10u64 {
         cache.add(ROOT_INO, format!("f{i}").as_bytes(), file(10 + i)).unwrap();
         cache.add_negative(ROOT_INO, format!("n{i}").as_bytes()).unwrap();
@@ -189,7 +192,7 @@ fn shrink_takes_negatives_first_then_positives_with_their_bookkeeping() {
 
 #[test]
 fn exchange_swaps_two_names_and_directory_parents() {
-    let cache = Dcache::new(Config::for_entries(256));
+    let cache = lend::cache(Config::for_entries(256));
     cache.add(ROOT_INO, b"a", dir(2)).unwrap();
     cache.add(ROOT_INO, b"b", dir(3)).unwrap();
     cache.add(2, b"x", dir(4)).unwrap();
@@ -224,7 +227,7 @@ struct Listed {
 }
 
 impl Filesystem for Listed {
-    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         self.lookups.fetch_add(1, Ordering::Relaxed);
         let e = self.entries.lock().unwrap();
         Ok(e.iter().position(|n| n.as_bytes() == name).map(|i| file(100 + i as u64)))
@@ -254,7 +257,7 @@ fn libc_dt_reg() -> u8 {
 fn list_all(cache: &Dcache, fs: &Arc<dyn Filesystem>, batch: usize) -> Vec<Arc<[u8]>> {
     let (mut cookie, mut seen) = (0, Vec::new());
     loop {
-        let b = cache.readdir(fs, ROOT_INO, cookie, batch).unwrap();
+        let b = lend(&**fs, || cache.readdir(ROOT_INO, cookie, batch)).unwrap();
         seen.extend(b.entries.iter().map(|e| e.name.clone()));
         cookie = b.entries.last().map_or(cookie, |e| e.cookie);
         if b.eof {
@@ -272,31 +275,33 @@ fn readdir_is_cached_and_a_complete_listing_answers_misses() {
         lookups: AtomicUsize::new(0),
     });
     let dynfs: Arc<dyn Filesystem> = fs.clone();
-    let cache = Dcache::new(Config::for_entries(1024).with_readdir(64, 16));
+    let cache = lend::cache(Config::for_entries(1024).with_readdir(64, 16));
     let seen = list_all(&cache, &dynfs, 7);
     assert_eq!(seen.len(), 50);
     let calls = fs.readdirs.load(Ordering::Relaxed);
-    assert_eq!(cache.readdir(&dynfs, ROOT_INO, 0, 50).unwrap().entries.len(), 50);
+    assert_eq!(lend(&*dynfs, || cache.readdir(ROOT_INO, 0, 50)).unwrap().entries.len(), 50);
     assert_eq!(fs.readdirs.load(Ordering::Relaxed), calls, "a second pass is served cached");
     // Complete: a name not listed is negative without a call or a negative dentry.
-    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"zzz"), Ok(Resolved::Negative));
+    assert_eq!(lend(&*fs, || cache.resolve(ROOT_INO, b"zzz")), Ok(Resolved::Negative));
     assert_eq!(fs.lookups.load(Ordering::Relaxed), 0);
     assert_eq!((cache.stats().complete_dir_negatives, cache.stats().nr_negative), (1, 0));
     // A listed name still asks the filesystem (the listing has no fs data), and that lookup
     // leaves the listing complete.
-    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"e3"), Ok(Resolved::Found(s)) if s.ino == 103));
-    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"zzz2"), Ok(Resolved::Negative));
+    assert!(
+        matches!(lend(&*fs, || cache.resolve(ROOT_INO, b"e3")), Ok(Resolved::Found(s)) if s.ino == 103)
+    );
+    assert_eq!(lend(&*fs, || cache.resolve(ROOT_INO, b"zzz2")), Ok(Resolved::Negative));
     assert_eq!(fs.lookups.load(Ordering::Relaxed), 1);
     // A create of an unlisted name changes the directory: misses ask again.
     fs.entries.lock().unwrap().push("new".into());
     cache.add(ROOT_INO, b"new", file(150)).unwrap();
-    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"zzz3"), Ok(Resolved::Negative)));
+    assert!(matches!(lend(&*fs, || cache.resolve(ROOT_INO, b"zzz3")), Ok(Resolved::Negative)));
     assert_eq!(fs.lookups.load(Ordering::Relaxed), 2, "the stale listing no longer answers");
     // Bad input.
-    assert!(matches!(cache.readdir(&dynfs, ROOT_INO, 12345, 5), Err(Error::Readdir(_))));
-    assert!(matches!(cache.readdir(&dynfs, 777, 0, 5), Err(Error::UnknownInode(777))));
+    assert!(matches!(lend(&*dynfs, || cache.readdir(ROOT_INO, 12345, 5)), Err(Error::Readdir(_))));
+    assert!(matches!(lend(&*dynfs, || cache.readdir(777, 0, 5)), Err(Error::UnknownInode(777))));
     cache.add(ROOT_INO, b"plain", file(151)).unwrap();
-    assert!(matches!(cache.readdir(&dynfs, 151, 0, 5), Err(Error::NotDirectory(151))));
+    assert!(matches!(lend(&*dynfs, || cache.readdir(151, 0, 5)), Err(Error::NotDirectory(151))));
     assert_eq!(cache.dir_changed(151, None), Err(Error::NotDirectory(151)));
     cache.dir_changed(ROOT_INO, Some(2)).unwrap();
 }
@@ -316,15 +321,17 @@ fn with_a_negative_timeout_a_complete_listing_does_not_answer_misses() {
     let clock = Arc::new(ManualClock::new());
     let timeouts = Timeouts { negative: Duration::from_secs(1), ..Timeouts::FOREVER };
     let config = Config::for_entries(64).with_timeouts(timeouts).with_clock(clock.clone());
-    let cache = Dcache::new(config);
+    let cache = lend::cache(config);
     assert_eq!(list_all(&cache, &dynfs, 10).len(), 1);
-    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"e1"), Ok(Resolved::Negative));
+    assert_eq!(lend(&*fs, || cache.resolve(ROOT_INO, b"e1")), Ok(Resolved::Negative));
     assert_eq!(fs.lookups.load(Ordering::Relaxed), 1, "asked, not answered by the listing");
     assert_eq!((cache.stats().complete_dir_negatives, cache.stats().nr_negative), (0, 1));
     // Created behind the cache's back: once the negative dentry expires, the name is found.
     fs.entries.lock().unwrap().push("e1".into());
     clock.advance(Duration::from_secs(2));
-    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"e1"), Ok(Resolved::Found(s)) if s.ino == 101));
+    assert!(
+        matches!(lend(&*fs, || cache.resolve(ROOT_INO, b"e1")), Ok(Resolved::Found(s)) if s.ino == 101)
+    );
     assert_eq!(cache.stats().complete_dir_negatives, 0);
 }
 
@@ -335,7 +342,7 @@ struct HashOrdered {
 }
 
 impl Filesystem for HashOrdered {
-    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         let e = self.entries.lock().unwrap();
         Ok(e.iter().find(|(_, n)| n.as_bytes() == name).map(|(c, _)| file(1000 + c)))
     }
@@ -360,9 +367,9 @@ fn a_created_name_is_listed_after_a_partial_listing() {
         entries: Mutex::new((1..=10).map(|i| (i * 10, format!("a{i}"))).collect()),
     });
     let dynfs: Arc<dyn Filesystem> = fs.clone();
-    let cache = Dcache::new(Config::for_entries(1024).with_readdir(64, 4));
+    let cache = lend::cache(Config::for_entries(1024).with_readdir(64, 4));
     // A reader stops after the first batch: the listing holds part of the directory.
-    let first = cache.readdir(&dynfs, ROOT_INO, 0, 3).unwrap();
+    let first = lend(&*dynfs, || cache.readdir(ROOT_INO, 0, 3)).unwrap();
     assert_eq!(first.entries.len(), 3);
     assert!(!first.eof);
     // A name created between two listed ones. Its dentry says nothing about the listing's
@@ -384,7 +391,7 @@ fn listed_completely(n: usize) -> (Arc<Listed>, Arc<dyn Filesystem>, Dcache) {
         lookups: AtomicUsize::new(0),
     });
     let dynfs: Arc<dyn Filesystem> = fs.clone();
-    let cache = Dcache::new(Config::for_entries(1024).with_readdir(64, 16));
+    let cache = lend::cache(Config::for_entries(1024).with_readdir(64, 16));
     assert_eq!(list_all(&cache, &dynfs, 16).len(), n);
     (fs, dynfs, cache)
 }
@@ -393,11 +400,13 @@ fn listed_completely(n: usize) -> (Arc<Listed>, Arc<dyn Filesystem>, Dcache) {
 fn invalidate_takes_back_what_a_listing_answers_where_no_dentry_is() {
     let (fs, dynfs, cache) = listed_completely(3);
     // Absent from the complete listing: negative with no dentry and no call.
-    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"c"), Ok(Resolved::Negative));
+    assert_eq!(lend(&*fs, || cache.resolve(ROOT_INO, b"c")), Ok(Resolved::Negative));
     // Created behind the cache and announced: the next lookup asks the filesystem.
     fs.entries.lock().unwrap().push("c".into());
     cache.invalidate(ROOT_INO, b"c").unwrap();
-    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"c"), Ok(Resolved::Found(s)) if s.ino == 103));
+    assert!(
+        matches!(lend(&*fs, || cache.resolve(ROOT_INO, b"c")), Ok(Resolved::Found(s)) if s.ino == 103)
+    );
     // Listed, never looked up, removed behind the cache: the next listing drops it.
     assert_eq!(list_all(&cache, &dynfs, 16).len(), 4);
     fs.entries.lock().unwrap()[0] = "renamed".into();
@@ -414,7 +423,7 @@ fn invalidate_takes_back_a_page_of_an_incomplete_listing() {
     fs.entries.lock().unwrap().extend((3..40).map(|i| format!("e{i}")));
     cache.dir_changed(ROOT_INO, None).unwrap();
     // One page read (16 of 40): the listing is incomplete, and its page names e1.
-    let first = cache.readdir(&dynfs, ROOT_INO, 0, 16).unwrap();
+    let first = lend(&*dynfs, || cache.readdir(ROOT_INO, 0, 16)).unwrap();
     assert!(!first.eof && first.entries.iter().any(|e| &*e.name == b"e1"));
     // e1, never looked up, removed behind the cache: no dentry, so unlink has nothing to do,
     // and invalidate takes the page back.
@@ -435,7 +444,7 @@ struct Gated {
 }
 
 impl Filesystem for Gated {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         self.listed.lookup(parent, name)
     }
 
@@ -459,9 +468,9 @@ fn invalidate_during_a_fill_that_read_the_old_directory_keeps_it_uncached() {
     };
     let fs = Arc::new(Gated { listed, armed: true.into(), gate: std::sync::Barrier::new(2) });
     let dynfs: Arc<dyn Filesystem> = fs.clone();
-    let cache = Dcache::new(Config::for_entries(1024).with_readdir(64, 16));
+    let cache = lend::cache(Config::for_entries(1024).with_readdir(64, 16));
     let announced = std::thread::scope(|s| {
-        let reader = s.spawn(|| cache.readdir(&dynfs, ROOT_INO, 0, 16).unwrap());
+        let reader = s.spawn(|| lend(&*dynfs, || cache.readdir(ROOT_INO, 0, 16)).unwrap());
         fs.gate.wait(); // the fill has read e0..e2
         // Created behind the cache, announced by invalidating the name alone.
         fs.listed.entries.lock().unwrap().push("c".into());
@@ -472,14 +481,16 @@ fn invalidate_during_a_fill_that_read_the_old_directory_keeps_it_uncached() {
     });
     // The fill read the directory before the change: it must not complete the listing, which
     // would then answer that c does not exist.
-    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"c"), Ok(Resolved::Found(s)) if s.ino == 103));
+    assert!(
+        matches!(lend(&*fs, || cache.resolve(ROOT_INO, b"c")), Ok(Resolved::Found(s)) if s.ino == 103)
+    );
     assert_eq!(announced, Ok(()));
 }
 
 #[test]
 fn a_change_to_a_shrunk_name_is_announced_by_invalidating_it() {
     let (fs, dynfs, cache) = listed_completely(3);
-    assert!(matches!(cache.resolve(&*fs, ROOT_INO, b"e1"), Ok(Resolved::Found(_))));
+    assert!(matches!(lend(&*fs, || cache.resolve(ROOT_INO, b"e1")), Ok(Resolved::Found(_))));
     assert_eq!(cache.shrink(100), 1, "the dentry of e1 goes; the listing stays");
     // The filesystem removes e1: the cache has no dentry to unlink, and says so.
     fs.entries.lock().unwrap().remove(1);
@@ -495,7 +506,7 @@ fn a_change_to_a_shrunk_name_is_announced_by_invalidating_it() {
 /// below a directory with no name; naming 3 again must not bring it back.
 #[test]
 fn what_was_cached_below_a_nameless_directory_does_not_come_back_with_its_name() {
-    let cache = Dcache::new(Config::for_entries(1024));
+    let cache = lend::cache(Config::for_entries(1024));
     let hit = |p, n: &[u8]| matches!(cache.lookup(&epoch::pin(), p, n), Ok(Lookup::Hit(_)));
     cache.add(ROOT_INO, b"top", dir(2)).unwrap();
     cache.add(2, b"sub", dir(3)).unwrap();
@@ -516,7 +527,7 @@ fn what_was_cached_below_a_nameless_directory_does_not_come_back_with_its_name()
 struct Unreadable;
 
 impl Filesystem for Unreadable {
-    fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         Ok(None)
     }
 
@@ -530,11 +541,14 @@ impl Filesystem for Unreadable {
 /// `invalidate` of a name no dentry holds still finds nothing to take back.
 #[test]
 fn a_failed_readdir_leaves_no_listing_behind() {
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     let fs: Arc<dyn Filesystem> = Arc::new(Unreadable);
     cache.add(ROOT_INO, b"d", dir(2)).unwrap();
     for cookie in [0, 12345] {
-        assert!(matches!(cache.readdir(&fs, 2, cookie, 8), Err(Error::Readdir(_))), "{cookie}");
+        assert!(
+            matches!(lend(&*fs, || cache.readdir(2, cookie, 8)), Err(Error::Readdir(_))),
+            "{cookie}"
+        );
         assert_eq!(cache.invalidate(2, b"x"), Err(Error::NotFound), "after cookie {cookie}");
     }
     assert_eq!(cache.stats().readdir_misses, 0);
@@ -544,7 +558,7 @@ fn a_failed_readdir_leaves_no_listing_behind() {
 struct Mem(udcache::readdir::reference::MemDir);
 
 impl Filesystem for Mem {
-    fn lookup(&self, _: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         let id = udcache::readdir::reference::MemDir::id_of(name).filter(|&i| self.0.contains(i));
         Ok(id.map(|i| file(100 + i)))
     }
@@ -562,12 +576,12 @@ fn a_readdir_that_meets_a_new_verifier_distrusts_older_negatives() {
     use udcache::readdir::reference::{CookieStyle, MemDir};
     let fs = Arc::new(Mem(MemDir::with_entries(CookieStyle::Ordered, 100, 0..3)));
     let dynfs: Arc<dyn Filesystem> = fs.clone();
-    let cache = Dcache::new(Config::for_entries(64));
+    let cache = lend::cache(Config::for_entries(64));
     assert_eq!(list_all(&cache, &dynfs, 16).len(), 3);
     cache.add_negative(ROOT_INO, b"n50").unwrap(); // the filesystem's "no such name", filed
     fs.0.insert(50).unwrap();
     // Resumed at a cookie the cache does not hold: the fill reads the directory as it is now.
-    let batch = cache.readdir(&dynfs, ROOT_INO, 50, 10).unwrap();
+    let batch = lend(&*dynfs, || cache.readdir(ROOT_INO, 50, 10)).unwrap();
     assert_eq!(&*batch.entries[0].name, b"n50");
-    assert_eq!(cache.resolve(&*fs, ROOT_INO, b"n50"), Ok(Resolved::Found(file(150))));
+    assert_eq!(lend(&*fs, || cache.resolve(ROOT_INO, b"n50")), Ok(Resolved::Found(file(150))));
 }

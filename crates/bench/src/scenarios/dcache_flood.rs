@@ -18,7 +18,7 @@
 
 use std::time::Instant;
 
-use udcache::{Config, Dcache, Filesystem, InodeSpec, ROOT_INO, Resolved};
+use udcache::{Config, Dcache, Errno, Filesystem, InodeSpec, ROOT_INO, Resolved};
 
 use crate::Options;
 use crate::alloc_count::settled_live_bytes;
@@ -31,7 +31,7 @@ const CAP: usize = 6;
 struct Empty;
 
 impl Filesystem for Empty {
-    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         Ok(None)
     }
 }
@@ -50,7 +50,10 @@ fn flood(
     let mut name = String::with_capacity(16);
     let before = settled_live_bytes();
     let cache = Dcache::new(
-        Config::for_entries(buckets).with_buckets(buckets).with_negative_cap(Some(CAP)),
+        Config::for_entries(buckets)
+            .with_buckets(buckets)
+            .with_negative_cap(Some(CAP))
+            .with_filesystem(std::sync::Arc::new(Empty)),
     );
     assert_eq!(cache.stats().nr_buckets, buckets as u64);
     let start = Instant::now();
@@ -60,7 +63,7 @@ fn flood(
             name.clear();
             write!(name, "{it:08x}{i:08x}").unwrap();
             for _ in 0..1 + usize::from(twice) {
-                let answer = cache.resolve(&Empty, ROOT_INO, name.as_bytes());
+                let answer = cache.resolve(ROOT_INO, name.as_bytes());
                 assert_eq!(answer, Ok(Resolved::Negative));
             }
         }

@@ -55,7 +55,7 @@ const DEPTH: usize = 6;
 const FANOUT: u64 = 6;
 
 /// A map key: `(parent ino, name)`. Looked up through [`KeyView`] so queries borrow the name.
-#[derive(PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub(super) struct Key(pub(super) u64, pub(super) Box<[u8]>);
 
 /// A borrowed view of a key: what a walk has in hand (the parent and a slice of the path).

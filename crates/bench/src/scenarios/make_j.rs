@@ -24,7 +24,7 @@
 //! `backend_lookups` (filesystem calls in udcache's last measurement, the one at the most
 //! threads: 1,020 if no negative was evicted), `coalesced_misses` (misses in it that waited
 //! for another thread's call instead of calling) and `coalesced_sleeps` (those of them that
-//! slept until the call ended, each a sleep and a wake: see `udcache::fetch`); with
+//! slept until the call ended, each a sleep and a wake: see `fetch.rs` in udcache); with
 //! `--max-threads`, also `compiles_per_s_<variant>_<n>t`, `scaling_<n>t`,
 //! `scaling_<n>t_mutex` and `ratio_vs_mutex_<n>t` for each count n above 2. The machine's own
 //! scaling is measured in the same rounds (see [`crate::machine`]): `machine_scaling_<n>t`
@@ -47,7 +47,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use udcache::{Config, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, Resolved, Walk, epoch};
+use udcache::{
+    Config, Dcache, Errno, FileType, Filesystem, InodeSpec, ROOT_INO, Resolved, Walk, epoch,
+};
 
 use super::lookup::{Key, KeyView};
 use super::maps::{Fields, with_more_threads};
@@ -60,6 +62,7 @@ pub(super) const HEADERS: u64 = 20;
 const COMPILES: usize = 200;
 
 /// What exists: `(parent, name)` to the inode. Never changes during a measurement.
+#[derive(Clone)]
 pub(super) struct Files {
     entries: HashMap<Key, InodeSpec, RandomState>,
     /// The directories, which every variant caches up front.
@@ -101,7 +104,7 @@ impl Files {
 }
 
 impl Filesystem for Files {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         Ok(self.entries.get(&(parent, name) as &dyn KeyView).copied())
     }
 }
@@ -116,7 +119,8 @@ impl Table {
     fn new(variant: &str, files: &Files) -> Self {
         match variant {
             "udcache" => {
-                let cache = Dcache::new(Config::for_entries(4096));
+                let fs = std::sync::Arc::new(files.clone());
+                let cache = Dcache::new(Config::for_entries(4096).with_filesystem(fs));
                 for (parent, name, spec) in &files.dirs {
                     cache.add(*parent, name.as_bytes(), *spec).unwrap();
                 }
@@ -143,7 +147,7 @@ impl Table {
                     Walk::Miss { parent, at } => {
                         drop(guard);
                         let name = path[at..].split('/').next().unwrap().as_bytes();
-                        if cache.resolve(files, parent, name).unwrap() == Resolved::Negative {
+                        if cache.resolve(parent, name).unwrap() == Resolved::Negative {
                             return false;
                         }
                     }

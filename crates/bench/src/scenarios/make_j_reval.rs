@@ -53,11 +53,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use udcache::clock::{Clock, ManualClock};
 use udcache::{
-    Blocked, Cached, Checked, Config, Cred, Dcache, Filesystem, InodeSpec, Mask, ROOT_INO,
+    Blocked, Cached, Checked, Config, Cred, Dcache, Errno, Filesystem, InodeSpec, Mask, ROOT_INO,
     Revalidate, Timeouts, Walk, epoch,
 };
+use udcache::{Clock, ManualClock};
 
 use super::make_j::{Files, HEADERS, INCLUDE_DIRS};
 use crate::measure::{interleaved, median};
@@ -141,7 +141,7 @@ impl Nfs {
 }
 
 impl Filesystem for Nfs {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         self.lookups.fetch_add(1, Ordering::Relaxed);
         let found = self.files.lookup(parent, name)?;
         // A LOOKUP reply carries the directory's and the child's attributes.
@@ -172,7 +172,7 @@ impl Filesystem for Nfs {
         }
     }
 
-    fn access(&self, _ino: u64, _cred: &Cred) -> Result<Mask, i32> {
+    fn access(&self, _ino: u64, _cred: &Cred) -> Result<Mask, Errno> {
         self.accesses.fetch_add(1, Ordering::Relaxed);
         Ok(Mask::ALL)
     }
@@ -204,7 +204,7 @@ impl Tally {
 /// A fresh cache and filesystem with the directories cached, as `make-j` starts.
 struct Setup {
     cache: Dcache,
-    nfs: Nfs,
+    nfs: Arc<Nfs>,
     clock: Arc<ManualClock>,
     /// The directory whose verifier changes.
     invalidated: u64,
@@ -218,7 +218,8 @@ impl Setup {
             Variant::Forever => Timeouts::FOREVER,
         };
         let config = Config::for_entries(4096).with_timeouts(timeouts).with_clock(clock.clone());
-        let (cache, nfs) = (Dcache::new(config), Nfs::new(clock.clone()));
+        let nfs = Arc::new(Nfs::new(clock.clone()));
+        let cache = Dcache::new(config.with_filesystem(nfs.clone()));
         for (parent, name, spec) in &nfs.files.dirs {
             cache.add(*parent, name.as_bytes(), *spec).unwrap();
             nfs.fresh(spec.ino);
@@ -232,13 +233,13 @@ impl Setup {
     fn resolve(&self, cred: Option<&Cred>, path: &str, tally: &mut Tally) -> bool {
         loop {
             let guard = epoch::pin();
-            let blocked = match self.cache.walk_as(&guard, &self.nfs, cred, ROOT_INO, path) {
+            let blocked = match self.cache.walk_as(&guard, cred, ROOT_INO, path) {
                 Ok(Checked::Done(Walk::Found(_))) => return true,
                 Ok(Checked::Done(Walk::Negative { .. })) => return false,
                 Ok(Checked::Done(Walk::Miss { parent, at })) => {
                     drop(guard);
                     let name = path[at..].split('/').next().unwrap().as_bytes();
-                    self.cache.resolve(&self.nfs, parent, name).unwrap();
+                    self.cache.resolve(parent, name).unwrap();
                     continue;
                 }
                 Ok(Checked::Blocked(b)) => b,
@@ -248,12 +249,13 @@ impl Setup {
             let dir = match &blocked {
                 Blocked::Revalidate { parent, .. } => *parent,
                 Blocked::Access { dir, .. } => *dir,
+                other => unreachable!("{other:?}"),
             };
             match dir == self.invalidated {
                 true => tally.fallbacks_inside += 1,
                 false => tally.fallbacks_outside += 1,
             }
-            self.cache.unblock(&self.nfs, cred, &blocked).unwrap();
+            self.cache.unblock(cred, &blocked).unwrap();
         }
     }
 

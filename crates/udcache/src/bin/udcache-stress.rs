@@ -41,7 +41,9 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use udcache::{Config, Dcache, FileType, Filesystem, InodeSpec, ROOT_INO, Resolved, validate_name};
+use udcache::{
+    Config, Dcache, Errno, FileType, Filesystem, InodeSpec, ROOT_INO, Resolved, validate_name,
+};
 
 /// The per-bucket cap on unused negative dentries (the cache's default; printed at the start).
 const CAP: usize = 6;
@@ -164,7 +166,7 @@ fn parse(args: &[String]) -> Result<Parsed, String> {
 struct ToolFs;
 
 impl Filesystem for ToolFs {
-    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, i32> {
+    fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
         Ok(None)
     }
 }
@@ -205,7 +207,7 @@ impl Run {
     }
 
     fn access(&self, dir: u64, name: &str) -> Result<(), Failed> {
-        match self.cache.resolve(&ToolFs, dir, name.as_bytes()) {
+        match self.cache.resolve(dir, name.as_bytes()) {
             Ok(Resolved::Negative) => Ok(()),
             Ok(Resolved::Found(spec)) => Err(Failed(format!("access {name}: found {spec:?}"))),
             Err(e) => Err(("access", name, e).into()),
@@ -255,8 +257,10 @@ fn temp_name() -> String {
 }
 
 fn stress(o: &Options) -> Result<(), Failed> {
-    let config =
-        Config::for_entries(o.buckets).with_buckets(o.buckets).with_negative_cap(Some(CAP));
+    let config = Config::for_entries(o.buckets)
+        .with_buckets(o.buckets)
+        .with_negative_cap(Some(CAP))
+        .with_filesystem(std::sync::Arc::new(ToolFs));
     let mut run = Run { cache: Dcache::new(config), next_ino: ROOT_INO + 1 };
     let buckets = run.cache.stats().nr_buckets;
     println!("udcache: {buckets} buckets, at most {CAP} unused negative dentries per bucket\n");

@@ -1,6 +1,6 @@
-//! What the revalidation tests share: a FUSE server's way of resolving a path.
+//! What the revalidation tests share: a path resolution, and how many walks it took.
 
-use udcache::{Checked, Cred, Dcache, Filesystem, ROOT_INO, Resolved, Unblocked, Walk, epoch};
+use udcache::{Cred, Dcache, Error, OnMiss, PathEnd, ROOT_INO};
 
 /// How a path resolution ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,43 +15,17 @@ pub enum End {
     GaveUp,
 }
 
-/// Resolves `path` from the root the way a FUSE server would: lockless walks, the blocking
-/// path ([`Dcache::unblock`]) for what they leave, [`Dcache::resolve`] for misses, whose
-/// answer decides the missed component as [`Walk::Miss`] says (a negative one ends the path,
-/// a positive one goes on from its inode with the rest of the path). Returns the end and how
-/// many walks it took (at most `walks`).
-pub fn resolve_path(
-    cache: &Dcache,
-    fs: &dyn Filesystem,
-    cred: Option<&Cred>,
-    path: &str,
-    walks: usize,
-) -> (End, usize) {
-    let mut after = Unblocked::default();
-    // Where the walks start: the root and the whole path, then the inode each resolved miss
-    // named and what follows that component.
-    let (mut root, mut rest) = (ROOT_INO, path);
-    for attempt in 1..=walks {
-        let guard = epoch::pin();
-        let next = match cache.walk_as_after(&guard, fs, cred, root, rest, &after).unwrap() {
-            Checked::Done(Walk::Found(i)) => return (End::Found(i.ino()), attempt),
-            Checked::Done(Walk::Negative { .. }) => return (End::Negative, attempt),
-            Checked::Denied { dir, .. } => return (End::Denied(dir), attempt),
-            Checked::Done(Walk::Miss { parent, at }) => Err((parent, at)),
-            Checked::Blocked(b) => Ok(b),
-            Checked::Done(other) => panic!("{path}: {other:?}"),
-        };
-        drop(guard);
-        match next {
-            Ok(b) => after.merge(cache.unblock(fs, cred, &b).unwrap()),
-            Err((parent, at)) => {
-                let name = rest[at..].split('/').next().unwrap();
-                match cache.resolve(fs, parent, name.as_bytes()).unwrap() {
-                    Resolved::Negative => return (End::Negative, attempt),
-                    Resolved::Found(spec) => (root, rest) = (spec.ino, &rest[at + name.len()..]),
-                }
-            }
-        }
-    }
-    (End::GaveUp, walks)
+/// Resolves `path` from the root with [`Dcache::resolve_path`], looking misses up. Returns the
+/// end and how many walks it took (the change of [`udcache::Stats::path_walks`]: exact while
+/// no other thread resolves a path in `cache`).
+pub fn resolve_path(cache: &Dcache, cred: Option<&Cred>, path: &str) -> (End, usize) {
+    let before = cache.stats().path_walks;
+    let end = match cache.resolve_path(cred, ROOT_INO, path, OnMiss::Lookup) {
+        Ok(PathEnd::Found(spec)) => End::Found(spec.ino),
+        Ok(PathEnd::Negative { .. }) => End::Negative,
+        Ok(PathEnd::Denied { dir, .. }) => End::Denied(dir),
+        Err(Error::Unsettled) => End::GaveUp,
+        other => panic!("{path}: {other:?}"),
+    };
+    (end, (cache.stats().path_walks - before) as usize)
 }
