@@ -515,6 +515,7 @@ static uint64_t local_dotdot_ino(struct udcfs *fs, struct node *dir, const uint6
 
 const struct backend local_backend = {
 	.name = "local",
+	.node_holds_fd = 1,
 	.init = local_init,
 	.destroy = local_destroy,
 	.lookup = local_lookup,

@@ -76,7 +76,8 @@ static void usage(const char *prog)
 	       "    -o readdir_pages=N     page budget of the readdir cache (default: udcache's)\n"
 	       "    -o readdir_page_entries=N  entries read from SOURCE per fill\n"
 	       "    -o max_nodes=N         above N inodes, ask the kernel to forget unused files\n"
-	       "                           (default: 3/4 of the open-file limit; each holds an fd)\n"
+	       "                           (default: 3/4 of the open-file limit, where each holds\n"
+	       "                           an fd; 262144 over NFS)\n"
 	       "    -o stats               print udcache's dentry-state on SIGUSR1 and at unmount\n"
 	       "\n"
 	       "\n"
@@ -153,10 +154,18 @@ static void raise_nofile(void)
 	setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-/* How many nodes may hold an fd: 3/4 of the open-file limit (the rest: open files, udcache). */
-static uint64_t node_budget(void)
+/*
+ * How many nodes udcfs keeps before the reaper asks the kernel to forget unused files: where
+ * each node holds an fd, 3/4 of the open-file limit (the rest: open files, udcache); else (NFS:
+ * a node is a file handle, a few hundred bytes) NODES_WITHOUT_FD.
+ */
+enum { NODES_WITHOUT_FD = 1 << 18 };
+
+static uint64_t node_budget(const struct backend *be)
 {
 	struct rlimit rl;
+	if (!be->node_holds_fd)
+		return NODES_WITHOUT_FD;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
 		return 1u << 20;
 	return rl.rlim_cur / 4 * 3;
@@ -400,7 +409,7 @@ int main(int argc, char *argv[])
 	if (o.stats)
 		stats_started = pthread_create(&stats_tid, NULL, stats_thread, NULL) == 0;
 	fs.se = se;
-	if (reaper_start(&fs, o.max_nodes ? o.max_nodes : node_budget()) < 0)
+	if (reaper_start(&fs, o.max_nodes ? o.max_nodes : node_budget(fs.be)) < 0)
 		fprintf(stderr, "udcfs: warning: no reaper thread: nodes are not bounded\n");
 
 	ret = run_loop(se, &cmd) != 0;

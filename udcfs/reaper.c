@@ -9,7 +9,7 @@
  *
  * Rules
  *
- * - When a new node takes the live count above `high` (3/4 of RLIMIT_NOFILE, or -o max_nodes),
+ * - When a new node takes the live count above `high` (node_budget in main.c, or -o max_nodes),
  *   node_get kicks the reaper thread (once: reaper_kicked). The reaper sweeps the slab like a
  *   clock: a node that is a directory, is open, or was looked up since the hand last passed it
  *   (its `referenced` bit, which the sweep clears: a second chance) is spared; for the others it

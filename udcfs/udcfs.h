@@ -176,6 +176,9 @@ struct make {
  */
 struct backend {
 	const char *name;
+	/* Each node holds an open fd (local: an O_PATH fd): the node budget is then bounded by the
+	 * open-file limit (see node_budget in main.c). */
+	int node_holds_fd;
 	/* Reaches o->source and fills the root node (its handle and identity), and sets what it
 	 * needs of udcache's configuration: 0 or -1, after one line on stderr. */
 	int (*init)(struct udcfs *fs, const struct options *o, udc_config *cfg);

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use udcache::readdir::{Entry, Fill, FillError, Verifier};
-use udcache::{Attr, FileType, Filesystem, InodeSpec, ROOT_INO};
+use udcache::{Attr, Errno, FileType, Filesystem, InodeSpec, ROOT_INO};
 
 /// A directory tree served read-only.
 pub struct Dir {
@@ -125,9 +125,9 @@ fn cookie(name: &[u8]) -> u64 {
 }
 
 impl Filesystem for Dir {
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, i32> {
-        let path = self.path(parent)?.join(OsStr::from_bytes(name));
-        let Some(meta) = self.stat(&path)? else { return Ok(None) };
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno> {
+        let path = self.path(parent).map_err(Errno::new)?.join(OsStr::from_bytes(name));
+        let Some(meta) = self.stat(&path).map_err(Errno::new)? else { return Ok(None) };
         let kind = match meta.file_type() {
             t if t.is_dir() => FileType::Directory,
             t if t.is_file() => FileType::Regular,

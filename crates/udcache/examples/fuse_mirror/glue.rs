@@ -32,7 +32,7 @@ use fuser::{
     ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, Request,
 };
 use udcache::readdir::Batch;
-use udcache::{Attr, Config, Dcache, Filesystem, Resolved, Stats, Timeouts, epoch};
+use udcache::{Attr, Config, Dcache, Resolved, Stats, Timeouts, epoch};
 
 use crate::backing::Dir;
 
@@ -52,15 +52,17 @@ impl Cache {
     /// A cache in front of `dir`, trusting what it learns for `ttl`.
     pub fn new(dir: Dir, ttl: Duration) -> Cache {
         let timeouts = Timeouts { entry: ttl, negative: ttl, ..Timeouts::FOREVER };
-        let dcache = Dcache::new(Config::for_entries(1 << 16).with_timeouts(timeouts));
-        Cache { dcache, dir: Arc::new(dir), ttl, lookups: AtomicU64::new(0) }
+        let dir = Arc::new(dir);
+        let config = Config::for_entries(1 << 16).with_timeouts(timeouts);
+        let dcache = Dcache::new(config.with_filesystem(dir.clone()));
+        Cache { dcache, dir, ttl, lookups: AtomicU64::new(0) }
     }
 
     /// `name` in directory `parent`: its inode number and attributes, with one lookup of it
     /// counted; `ENOENT` if it does not exist.
     fn lookup(&self, parent: u64, name: &[u8]) -> Result<(u64, Attr), i32> {
         self.lookups.fetch_add(1, Ordering::Relaxed);
-        let ino = match self.dcache.resolve(&*self.dir, parent, name) {
+        let ino = match self.dcache.resolve(parent, name) {
             Ok(Resolved::Found(spec)) => spec.ino,
             Ok(Resolved::Negative) => return Err(libc::ENOENT),
             Err(e) => return Err(e.errno()),
@@ -80,8 +82,7 @@ impl Cache {
 
     /// Up to [`BATCH`] entries of directory `ino` after `cookie`.
     fn list(&self, ino: u64, cookie: u64) -> Result<Batch, i32> {
-        let fs: Arc<dyn Filesystem> = self.dir.clone();
-        self.dcache.readdir(&fs, ino, cookie, BATCH).map_err(|e| e.errno())
+        self.dcache.readdir(ino, cookie, BATCH).map_err(|e| e.errno())
     }
 
     /// The kernel dropped `n` lookups of `ino`.
