@@ -13,7 +13,7 @@
 ///
 /// Always inlined: called, the key and the state went through the stack, and the call stood
 /// between a walk's steps where the hash should overlap the previous step's wait on memory.
-/// Inlined together with [`HListBl::find_summarised`](udcache_rculist::HListBl::find_summarised),
+/// Inlined together with [`HListBl::find_tagged`](udcache_rculist::HListBl::find_tagged),
 /// a cached walk's time per component fell by about 7% (the `lookup` benchmark's ratio to
 /// papaya, full runs alternating with the build before, one day: median 0.875 over 22 runs
 /// against 0.937 over 19; lower in 16 of 19 pairs).

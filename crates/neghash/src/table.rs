@@ -53,7 +53,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use udcache_rculist::epoch::{self, Guard};
-use udcache_rculist::head::SUMMARY_BITS;
+use udcache_rculist::head::TAG_BITS;
 use udcache_rculist::{HListBl, HListWriter};
 
 use crate::entry::{ChainAdapter, Entry, NEGATIVE, ON_LRU, REFERENCED, UNHASHED, WORKINGSET};
@@ -241,12 +241,12 @@ fn try_filled<T>(n: usize, make: impl FnMut() -> T) -> Result<Box<[T]>, TryReser
     Ok(all.into_boxed_slice())
 }
 
-/// The summary bit of an entry with key word `key`: one of `SUMMARY_BITS`, chosen by the
-/// low 32 bits of its hash (the key word's high half), mapped onto `0..SUMMARY_BITS` by a
+/// The summary bit of an entry with key word `key`: one of `TAG_BITS`, chosen by the
+/// low 32 bits of its hash (the key word's high half), mapped onto `0..TAG_BITS` by a
 /// multiply and a shift (fairly, like a modulo, without the division: it is on every
 /// lookup's chain of dependent steps).
 pub(crate) fn summary_bit(key: u64) -> u16 {
-    1 << (((key >> 32) * u64::from(SUMMARY_BITS)) >> 32)
+    1 << (((key >> 32) * u64::from(TAG_BITS)) >> 32)
 }
 
 impl<V: Send + Sync + 'static> NegHash<V> {
@@ -427,7 +427,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         hash: NameHash,
     ) -> Option<&'g Entry<V>> {
         let (key, b) = self.locate_hashed(parent, name, hash);
-        self.buckets[b].find_summarised(guard, summary_bit(key), |e| e.matches(key, parent, name))
+        self.buckets[b].find_tagged(guard, summary_bit(key), |e| e.matches(key, parent, name))
     }
 
     /// Finds `(parent, name)` and holds it: a held entry is never evicted.
@@ -443,7 +443,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     fn find_held(&self, key: u64, parent: u64, name: &[u8], b: usize) -> Option<Held<'_, V>> {
         let guard = epoch::pin();
         let entry = self.buckets[b]
-            .find_owned_summarised(&guard, summary_bit(key), |e| e.matches(key, parent, name))?;
+            .find_owned_tagged(&guard, summary_bit(key), |e| e.matches(key, parent, name))?;
         entry.try_hold()?;
         let held = Held::new(entry, self, b);
         // Removed between the walk and the hold: not there (dropping `held` releases it).
@@ -487,7 +487,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         // Under the bucket lock no entry on the chain is claimed (claims happen under it and
         // finish before it is released), so `try_hold` cannot fail here.
         let found = self.buckets[b]
-            .find_owned_summarised(&guard, summary_bit(key), |e| e.matches(key, parent, name));
+            .find_owned_tagged(&guard, summary_bit(key), |e| e.matches(key, parent, name));
         if let Some(found) = found {
             found.try_hold().expect("no claimed entry on a chain under its lock");
             return Err(Held::new(found, self, b));
@@ -501,7 +501,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             Entry::new((key, parent, name), state, value, home)
         });
         // The bit first: no summarised find may see the entry without it.
-        lock.chain.add_summary(summary_bit(key));
+        lock.chain.add_tags(summary_bit(key));
         // In front of the chain's first negative (see the module rules, Chain order).
         let mut at = lock.chain.cursor_mut(&guard);
         while at.get().is_some_and(|e| !e.has(NEGATIVE)) {

@@ -90,7 +90,7 @@ pub(crate) fn unhash<V: Send + Sync + 'static>(
     let unlinked = lock.chain.remove(entry).expect("a hashed entry is on its bucket's chain");
     // After the unlinking store (see `table.rs`, Summary): the bits of the entries left.
     let left = t.chain(lock).iter(guard).fold(0, |bits, e| bits | summary_bit(e.key));
-    lock.chain.set_summary(left);
+    lock.chain.set_tags(left);
     mark_unhashed(entry);
     t.lru().remove(lock, entry, t.counters());
     t.counters().add(lock.index(), C::Entries, -1);
