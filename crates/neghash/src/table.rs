@@ -1,4 +1,4 @@
-//! The table: buckets of [`HListBl`] chains, lookups, inserts, holders.
+//! The table: buckets of [`HListBl`](udcache_rculist::HListBl) chains, lookups, inserts, holders.
 //!
 //! # Rules (read before changing anything here)
 //!
@@ -18,7 +18,7 @@
 //! - **Retire**: entries leave a chain through `HListWriter::remove`, whose `Unlinked` defers
 //!   the chain's reference past every reader pinned at that moment.
 //! - **Tags**: each bucket's head word carries 12 tag bits; an entry's is one chosen by the low
-//!   bits of its hash ([`tag_bit`](crate::entry::tag_bit)), set for every entry on the chain
+//!   bits of its hash ([`crate::entry::tag_bit`]), set for every entry on the chain
 //!   (see `udcache_rculist::head`). Under the bucket lock, an insert adds its bit before linking
 //!   the entry, and a removal recomputes the bits from the entries left
 //!   ([`crate::trim::unhash`]). Lookups ask the chain only when their bit is set: a name
