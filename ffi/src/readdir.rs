@@ -8,7 +8,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use dcache::readdir::{Entry, Fill, FillError, Verifier};
+use dcache::readdir::{DType, Entry, Fill, FillError, Verifier};
 
 use crate::args;
 use crate::callbacks::callback_errno;
@@ -42,7 +42,7 @@ impl udc_dirent {
         udc_dirent {
             ino: e.ino,
             cookie: e.cookie,
-            r#type: u32::from(e.dtype),
+            r#type: u32::from(e.dtype.raw()),
             // At most 255: names are checked by udc_fill_add.
             namelen: e.name.len() as u32,
             name,
@@ -109,7 +109,7 @@ pub(crate) fn call_readdir(
         (0, Some((eof, verifier))) => Ok(Fill {
             entries: std::mem::take(&mut fill.entries),
             eof,
-            verifier: Verifier(verifier),
+            verifier: Verifier::new(verifier),
         }),
         // Returned success without udc_fill_done: a broken contract.
         (0, None) => Err(FillError::Io(libc::EIO)),
@@ -237,7 +237,7 @@ pub unsafe extern "C" fn udc_fill_add(
             return Err(libc::ENOSPC);
         }
         // Fits a byte: checked above.
-        fill.entries.push(Entry::new(name, ino, r#type as u8, cookie));
+        fill.entries.push(Entry::new(name, ino, DType::from_raw(r#type as u8), cookie));
         Ok(0)
     })
 }

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use udcache_neghash::{Config, Held, KeyHash, NegHash, epoch};
+use udcache_neghash::{Config, Held, Insertion, KeyHash, NegHash, Polarity, epoch};
 
 #[derive(Arbitrary, Debug)]
 enum Op {
@@ -69,14 +69,17 @@ fuzz_target!(|input: Input| {
             }
             Op::Insert { name, negative, keep } => {
                 let k = key(name);
-                match table.insert(k.0, &k.1, negative, AtomicU64::new(u64::from(name))) {
-                    Ok(h) => {
+                let polarity = if negative { Polarity::Negative } else { Polarity::Positive };
+                match table.insert(k.0, &k.1, polarity, AtomicU64::new(u64::from(name))) {
+                    Insertion::Inserted(h) => {
                         model.insert(k.clone(), (negative, u64::from(name)));
                         if keep && handles.len() < 8 {
                             handles.push((k, h));
                         }
                     }
-                    Err(h) => assert_eq!(model.get(&k).map(|m| m.0), Some(h.is_negative())),
+                    Insertion::Present(h) => {
+                        assert_eq!(model.get(&k).map(|m| m.0), Some(h.is_negative()))
+                    }
                 }
             }
             Op::Get(n) => {

@@ -1,6 +1,6 @@
 //! Sequences of `List` and `HListBl` writer operations checked against a `VecDeque` / `Vec`
 //! model after every step: contents, order, which operations are refused, and the chain's
-//! head word (summary, short length) with what `find_summarised` answers behind it.
+//! head word (summary, short length) with what `find_tagged` answers behind it.
 #![no_main]
 
 use std::collections::VecDeque;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use udcache_rculist::head::{SHORT, SUMMARY_BITS};
+use udcache_rculist::head::{SHORT, TAG_BITS};
 use udcache_rculist::{End, HLink, HListBl, Link, List, adapter, epoch};
 
 /// More nodes than [`SHORT`]: a chain can outgrow its length field, and a removal from such a
@@ -248,7 +248,7 @@ fuzz_target!(|ops: Vec<Op>| {
             Op::HPush(a) => {
                 let ok = !m.chain.contains(&id(a));
                 let mut hw = chain.lock();
-                hw.add_summary(bit(id(a)));
+                hw.add_tags(bit(id(a)));
                 m.summary |= bit(id(a));
                 assert_eq!(hw.push_front(n(a).clone()).is_ok(), ok);
                 if ok {
@@ -260,7 +260,7 @@ fuzz_target!(|ops: Vec<Op>| {
                 let at = m.chain.iter().position(|&x| x == id(a));
                 let ok = at.is_some() && !m.chain.contains(&id(b));
                 let mut hw = chain.lock();
-                hw.add_summary(bit(id(b)));
+                hw.add_tags(bit(id(b)));
                 m.summary |= bit(id(b));
                 let r = if after {
                     hw.insert_after(n(a), n(b).clone())
@@ -293,8 +293,8 @@ fuzz_target!(|ops: Vec<Op>| {
                 assert_eq!(chain.lock().pop_front().map(|x| x.id), expect);
             }
             Op::HSetSummary(bits) => {
-                chain.lock().set_summary(bits);
-                m.summary = bits & ((1 << SUMMARY_BITS) - 1);
+                chain.lock().set_tags(bits);
+                m.summary = bits & ((1 << TAG_BITS) - 1);
             }
             Op::HCursorRemove(k) => {
                 let mut hw = chain.lock();
@@ -325,12 +325,12 @@ fuzz_target!(|ops: Vec<Op>| {
         let got: Vec<u8> = chain.iter(&guard).map(|x| x.id).collect();
         assert_eq!(got, m.chain, "after {op:?}");
         let hw = chain.lock();
-        assert_eq!(hw.summary(), m.summary, "after {op:?}");
+        assert_eq!(hw.tags(), m.summary, "after {op:?}");
         assert_eq!(hw.short_len(), Some(m.chain.len()).filter(|&n| n < SHORT), "after {op:?}");
         drop(hw);
         for i in 0..POOL as u8 {
             let expect = m.chain.contains(&i) && m.summary & bit(i) != 0;
-            let found = chain.find_summarised(&guard, bit(i), |x| x.id == i).map(|x| x.id);
+            let found = chain.find_tagged(&guard, bit(i), |x| x.id == i).map(|x| x.id);
             assert_eq!(found, expect.then_some(i), "node {i} after {op:?}");
         }
         assert!(!chain.is_locked());

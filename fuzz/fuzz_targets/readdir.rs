@@ -18,7 +18,9 @@ use std::num::NonZeroUsize;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use udcache_readdir::reference::{CookieStyle, MemDir, PassCheck};
-use udcache_readdir::{Backend, Entry, Error, Fill, FillError, Lookup, ReaddirCache, Verifier};
+use udcache_readdir::{
+    Backend, Config, DType, Entry, Error, Fill, FillError, Lookup, ReaddirCache, Verifier,
+};
 
 const UNIVERSE: u64 = 48;
 
@@ -58,13 +60,17 @@ fn nz(x: u8, cap: u8) -> NonZeroUsize {
 /// cookie after it), whether or not the name is still present.
 fn is_backend_entry(backend: &MemDir, e: &Entry) {
     let id = MemDir::id_of(&e.name).expect("a name the backend made");
-    let want = Entry::new(MemDir::name(id), id + 1000, 8, backend.cookie(id));
+    let want = Entry::new(MemDir::name(id), id + 1000, DType::REG, backend.cookie(id));
     assert_eq!(e, &want);
 }
 
 fn model(input: &Input) {
     let style = if input.hashed { CookieStyle::Hashed } else { CookieStyle::Ordered };
-    let cache = ReaddirCache::new(nz(input.budget, 6), nz(input.page, 6));
+    let cache = ReaddirCache::with_config(
+        Config::default()
+            .with_budget_pages(nz(input.budget, 6).get())
+            .with_page_entries(nz(input.page, 6).get()),
+    );
     let ids = (0..UNIVERSE).filter(|i| input.initial >> (i % 64) & 1 == 1);
     let dir = cache.dir(MemDir::with_entries(style, UNIVERSE, ids));
     let other = cache.dir(MemDir::with_entries(CookieStyle::Ordered, UNIVERSE, 0..UNIVERSE));
@@ -168,9 +174,12 @@ impl Backend for Hostile {
             return Err(FillError::UnknownCookie);
         }
         let (cookies, eof, v) = &self.fills[(cookie % self.fills.len() as u64) as usize];
-        let entries =
-            cookies.iter().take(max).map(|&c| Entry::new(c.to_string(), c, 0, c)).collect();
-        let verifier = Verifier(if self.steady { 0 } else { u64::from(*v % 3) });
+        let entries = cookies
+            .iter()
+            .take(max)
+            .map(|&c| Entry::new(c.to_string(), c, DType::UNKNOWN, c))
+            .collect();
+        let verifier = Verifier::new(if self.steady { 0 } else { u64::from(*v % 3) });
         Ok(Fill { entries, eof: *eof, verifier })
     }
 }
@@ -178,7 +187,11 @@ impl Backend for Hostile {
 fn hostile(input: &Input, script: &Script) {
     let cookies: BTreeSet<u64> = script.fills.iter().flat_map(|f| f.0.iter().copied()).collect();
     // Changing verifiers, invalidations and a tiny budget: no panic, only the documented errors.
-    let cache = ReaddirCache::new(nz(input.budget, 6), nz(input.page, 6));
+    let cache = ReaddirCache::with_config(
+        Config::default()
+            .with_budget_pages(nz(input.budget, 6).get())
+            .with_page_entries(nz(input.page, 6).get()),
+    );
     let dir = cache.dir(Hostile { fills: script.fills.clone(), steady: false });
     let mut cursor = dir.cursor();
     for (i, &max) in script.reads.iter().cycle().take(64).enumerate() {
@@ -193,7 +206,9 @@ fn hostile(input: &Input, script: &Script) {
     // One verifier and room for every page: each cookie's continuation settles after at most
     // two fills, so a pass that does not end must repeat itself, and the cursor must say so.
     let room = NonZeroUsize::new(cookies.len() + 2).unwrap();
-    let cache = ReaddirCache::new(room, nz(input.page, 6));
+    let cache = ReaddirCache::with_config(
+        Config::default().with_budget_pages(room.get()).with_page_entries(nz(input.page, 6).get()),
+    );
     let dir = cache.dir(Hostile { fills: script.fills.clone(), steady: true });
     let mut cursor = dir.cursor();
     let bound = 16 * (cookies.len() + 4);

@@ -4,14 +4,14 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use udcache_neghash::{Config, NegHash, epoch};
+use udcache_neghash::{Config, NegHash, Polarity, epoch};
 
 fn lookups(c: &mut Criterion) {
     let n = 100_000u32;
     let table: NegHash<u64> = NegHash::new(Config::for_entries(n as usize));
     let names: Vec<String> = (0..n).map(|i| format!("file-{i:08}")).collect();
     for (i, name) in names.iter().enumerate() {
-        drop(table.insert(7, name.as_bytes(), false, i as u64).unwrap());
+        drop(table.insert(7, name.as_bytes(), Polarity::Positive, i as u64).inserted().unwrap());
     }
     let mut i = 0;
     c.bench_function("lookup/hit", |b| {
@@ -32,7 +32,7 @@ fn lookups(c: &mut Criterion) {
     c.bench_function("insert_negative+release", |b| {
         b.iter(|| {
             k += 1;
-            drop(table.insert(9, format!("{k:016x}").as_bytes(), true, 0));
+            drop(table.insert(9, format!("{k:016x}").as_bytes(), Polarity::Negative, 0));
         })
     });
 }

@@ -39,11 +39,12 @@
 
 use std::fmt;
 
+use udcache_rculist::head::TAG_BITS;
+use udcache_rculist::{BareLink, HLink};
+
 use crate::home::Home;
 use crate::name::{NameBuf, same_name};
-use crate::pooled::EntryRef;
 use crate::sync::{AtomicU32, Ordering, fence, spin};
-use udcache_rculist::{Adapter, BareLink, HLink};
 
 pub(crate) const NEGATIVE: u32 = 1;
 pub(crate) const REFERENCED: u32 = 2;
@@ -63,6 +64,43 @@ const SEQ_ONE: u32 = 1 << 8;
 /// The bits of `state` that hold the count.
 const SEQ_MASK: u32 = !(SEQ_ONE - 1);
 
+/// Whether an entry stands for a name that exists or for a remembered miss.
+///
+/// ```
+/// use udcache_neghash::{Config, NegHash, Polarity, epoch};
+/// let table = NegHash::new(Config::for_entries(16));
+/// drop(table.insert(1, b"missing", Polarity::Negative, ()));
+/// let guard = epoch::pin();
+/// assert_eq!(table.lookup(&guard, 1, b"missing").unwrap().polarity(), Polarity::Negative);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Polarity {
+    /// The name exists; the entry's value says what it is.
+    Positive,
+    /// The name does not exist: a remembered miss (a negative entry).
+    Negative,
+}
+
+impl Polarity {
+    /// Whether this is [`Polarity::Negative`].
+    pub fn is_negative(self) -> bool {
+        self == Polarity::Negative
+    }
+
+    /// The polarity of an entry whose state bits are `state`.
+    pub(crate) fn of_state(state: u32) -> Self {
+        if state & NEGATIVE != 0 { Polarity::Negative } else { Polarity::Positive }
+    }
+}
+
+/// The tag bit of an entry with key word `key` in its chain's head word (see `table.rs`,
+/// Tags): one of `TAG_BITS`, chosen by the low 32 bits of its hash (the key word's high
+/// half), mapped onto `0..TAG_BITS` by a multiply and a shift (fairly, like a modulo, without
+/// the division: it is on every lookup's chain of dependent steps).
+pub(crate) fn tag_bit(key: u64) -> u16 {
+    1 << (((key >> 32) * u64::from(TAG_BITS)) >> 32)
+}
+
 /// One cached name: positive (it exists, `value` says what it is) or negative (it does not).
 ///
 /// `repr(C)` keeps what a lookup touches together at the front — the chain link it follows,
@@ -80,7 +118,7 @@ pub struct Entry<V> {
     value: V,
     name: NameBuf,
     pub(crate) lru: BareLink,
-    /// How many [`EntryRef`]s exist (see `pooled.rs`); only holders touch it. 32 bits, like an
+    /// How many [`EntryRef`](crate::pooled::EntryRef)s exist (see `pooled.rs`); only holders touch it. 32 bits, like an
     /// `Arc`'s on a 32-bit target, and guarded the same way: handles may be leaked
     /// (`mem::forget` of a `Held`), so a reference taken past `i32::MAX` aborts rather than wrap.
     pub(crate) strong: AtomicU32,
@@ -138,10 +176,10 @@ impl<V> Entry<V> {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-    /// use udcache_neghash::{Config, NegHash, epoch};
+    /// use udcache_neghash::{Config, NegHash, Polarity, epoch};
     /// // Two words a writer keeps equal.
     /// let table = NegHash::new(Config::for_entries(16));
-    /// drop(table.insert(1, b"pair", false, (AtomicU64::new(0), AtomicU64::new(0))));
+    /// drop(table.insert(1, b"pair", Polarity::Positive, (AtomicU64::new(0), AtomicU64::new(0))));
     /// let entry = table.get(1, b"pair").unwrap();
     /// entry.write_value(|(a, b)| {
     ///     a.store(7, Relaxed);
@@ -189,9 +227,14 @@ impl<V> Entry<V> {
     /// Whether this is a negative entry (a remembered miss). A reader may see it change when a
     /// writer instantiates or unlinks the name.
     pub fn is_negative(&self) -> bool {
+        self.polarity().is_negative()
+    }
+
+    /// The entry's polarity (see [`is_negative`](Self::is_negative)).
+    pub fn polarity(&self) -> Polarity {
         // Acquire: pairs with the Release RMWs that flip NEGATIVE, so a reader that sees a
         // positive entry also sees what the writer stored before instantiating it.
-        self.state.load(Ordering::Acquire) & NEGATIVE != 0
+        Polarity::of_state(self.state.load(Ordering::Acquire))
     }
 
     /// Whether a lookup hit this entry since the trimming rules last cleared the bit.
@@ -201,14 +244,14 @@ impl<V> Entry<V> {
 
     /// Whether the entry is still on its hash chain (not evicted or removed).
     pub fn is_hashed(&self) -> bool {
-        // Acquire: pairs with the Release of `mark_unhashed` (`table.rs`): a caller that sees
+        // Acquire: pairs with the Release of `mark_unhashed`: a caller that sees
         // the entry gone also sees what its remover did before it.
         self.state.load(Ordering::Acquire) & UNHASHED == 0
     }
 
     /// Whether the entry is keyed `(parent, name)` (`key`: that key's word). Inlined into the
-    /// chain walk: as a call, a cached path walk's steps ran 7 to 13% slower (its loads wait
-    /// for the call and the register saves around it).
+    /// chain walk: as a call, the walk's loads would wait for the call and the register saves
+    /// around it.
     #[inline]
     pub(crate) fn matches(&self, key: u64, parent: u64, name: &[u8]) -> bool {
         self.key == key && self.parent == parent && same_name(self.name(), name)
@@ -226,6 +269,17 @@ impl<V> Entry<V> {
     /// Referenced, or in the working set: rules give it a second chance.
     pub(crate) fn is_protected(&self) -> bool {
         self.state.load(Ordering::Relaxed) & (REFERENCED | WORKINGSET) != 0
+    }
+
+    /// Clears `REFERENCED` (under its bucket lock).
+    pub(crate) fn clear_referenced(&self) {
+        self.state.fetch_and(!REFERENCED, Ordering::Relaxed);
+    }
+
+    /// Marks the entry unhashed (under its bucket lock).
+    pub(crate) fn mark_unhashed(&self) {
+        // Release: pairs with the Acquire in `is_hashed`.
+        self.state.fetch_or(UNHASHED, Ordering::Release);
     }
 
     /// Spends the entry's second chance (under its bucket lock).
@@ -289,45 +343,5 @@ impl<V: fmt::Debug> fmt::Debug for Entry<V> {
             .field("refs", &self.refs.load(Ordering::Relaxed))
             .field("value", &self.value)
             .finish()
-    }
-}
-
-/// Puts an [`Entry`] on a hash chain through its `chain` link.
-pub(crate) struct ChainAdapter<V>(std::marker::PhantomData<V>);
-/// Puts an [`Entry`] on an LRU list through its `lru` link.
-pub(crate) struct LruAdapter<V>(std::marker::PhantomData<V>);
-
-// SAFETY: `link_ptr` takes the address of the `chain` field of the pointed-to entry and
-// `value_ptr` steps back by that field's offset: each inverts the other, within one allocation.
-unsafe impl<V: Send + Sync + 'static> Adapter for ChainAdapter<V> {
-    type Value = Entry<V>;
-    type Link = HLink;
-    type Pointer = EntryRef<V>;
-
-    unsafe fn link_ptr(value: *const Entry<V>) -> *const HLink {
-        // SAFETY: the caller passes a live entry; taking a field address creates no reference.
-        unsafe { std::ptr::addr_of!((*value).chain) }
-    }
-
-    unsafe fn value_ptr(link: *const HLink) -> *const Entry<V> {
-        // SAFETY: `link` came from `link_ptr`: it lies `offset_of!` bytes into its entry.
-        unsafe { link.byte_sub(std::mem::offset_of!(Entry<V>, chain)).cast() }
-    }
-}
-
-// SAFETY: as for `ChainAdapter`, with the `lru` field.
-unsafe impl<V: Send + Sync + 'static> Adapter for LruAdapter<V> {
-    type Value = Entry<V>;
-    type Link = BareLink;
-    type Pointer = EntryRef<V>;
-
-    unsafe fn link_ptr(value: *const Entry<V>) -> *const BareLink {
-        // SAFETY: the caller passes a live entry; taking a field address creates no reference.
-        unsafe { std::ptr::addr_of!((*value).lru) }
-    }
-
-    unsafe fn value_ptr(link: *const BareLink) -> *const Entry<V> {
-        // SAFETY: `link` came from `link_ptr`: it lies `offset_of!` bytes into its entry.
-        unsafe { link.byte_sub(std::mem::offset_of!(Entry<V>, lru)).cast() }
     }
 }

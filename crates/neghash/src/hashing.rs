@@ -9,11 +9,11 @@
 //!   it hashes the next name while the current lookup waits on memory
 //!   ([`NegHash::name_hash`](crate::NegHash::name_hash) and
 //!   [`lookup_hashed`](crate::NegHash::lookup_hashed)): what remains on the walk's chain of
-//!   dependent steps is two multiplies, not the ~20 ns of a SipHash.
+//!   dependent steps is two multiplies, not a whole SipHash.
 //! - [`KeyHash::SipHash13`] (the default): SipHash-1-3 of the name — std's hasher for
 //!   `HashMap`, computed here a word at a time (module `siphash`) — under the table's random
-//!   keys, a keyed pseudo-random function. Names come from users (a flood of 000's kind is a
-//!   user creating names), so without the keys nobody can compute offline a set of
+//!   keys, a keyed pseudo-random function. Names come from users (a flood of negative entries
+//!   is a user creating or looking up names), so without the keys nobody can compute offline a set of
 //!   names that share a bucket in a directory: for one parent the mix is a fixed function of
 //!   an unpredictable hash. Across directories, one name's hashes differ by the parents'
 //!   keyed multiplies, which an attacker cannot evaluate without the keys either.
@@ -30,9 +30,10 @@
 use std::hash::BuildHasher;
 
 use crate::siphash::siphash;
-use crate::sync::Seeded;
+use crate::sync::KeySource;
 
 /// The hash function of a table (see the [module docs](self)).
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum KeyHash {
     /// Keyed SipHash-1-3 of the name, the parent mixed in by keyed multiplies: for keys
@@ -63,9 +64,9 @@ impl KeyHasher {
     pub(crate) fn new(kind: KeyHash) -> Self {
         // Every key is std's keyed SipHash of a constant under `RandomState`'s random key
         // (the process's own random source): unpredictable without that key.
-        let seed = Seeded::default();
-        let sip = [seed.hash_one(0x51b0_u64), seed.hash_one(0x51b1_u64)];
-        let fold = [seed.hash_one(0x5eed_u64), seed.hash_one(0xf01d_u64) | 1];
+        let source = KeySource::default();
+        let sip = [source.hash_one(0x51b0_u64), source.hash_one(0x51b1_u64)];
+        let fold = [source.hash_one(0x5eed_u64), source.hash_one(0xf01d_u64) | 1];
         KeyHasher { kind, sip, fold }
     }
 

@@ -19,19 +19,28 @@
 //! - Like the kernel's `nr_unused`, the `Unused` counter counts entries on an LRU: an entry
 //!   held again stays there (and counted) until `shrink` or an eviction takes it off.
 
-use crate::pooled::EntryRef;
-
 use udcache_rculist::{BareList, BareWriter};
 
-use crate::entry::{Entry, LruAdapter, NEGATIVE, ON_LRU, ON_NEGATIVE_LRU};
+use crate::bucket::BucketLock;
+use crate::entry::{Entry, NEGATIVE, ON_LRU, ON_NEGATIVE_LRU, Polarity};
+use crate::links::LruAdapter;
+use crate::pooled::EntryRef;
 use crate::stats::{C, Counters};
 use crate::sync::Ordering;
-use crate::table::BucketLock;
 
 /// One shard: negatives and positives.
 pub(crate) struct LruShard<V: Send + Sync + 'static> {
     neg: BareList<LruAdapter<V>>,
     pos: BareList<LruAdapter<V>>,
+}
+
+impl<V: Send + Sync + 'static> LruShard<V> {
+    fn list(&self, polarity: Polarity) -> &BareList<LruAdapter<V>> {
+        match polarity {
+            Polarity::Negative => &self.neg,
+            Polarity::Positive => &self.pos,
+        }
+    }
 }
 
 /// All shards.
@@ -52,9 +61,8 @@ impl<V: Send + Sync + 'static> Lru<V> {
         self.shards.len()
     }
 
-    fn list(&self, bucket: usize, negative: bool) -> &BareList<LruAdapter<V>> {
-        let s = &self.shards[bucket % self.shards.len()];
-        if negative { &s.neg } else { &s.pos }
+    fn list(&self, bucket: usize, polarity: Polarity) -> &BareList<LruAdapter<V>> {
+        self.shards[bucket % self.shards.len()].list(polarity)
     }
 
     /// Puts `entry` on the LRU of its kind, unless it is there already.
@@ -62,20 +70,23 @@ impl<V: Send + Sync + 'static> Lru<V> {
         if entry.has(ON_LRU) {
             return;
         }
-        if self.push(lock, entry, entry.has(NEGATIVE)) {
+        // Relaxed: `NEGATIVE` changes under the bucket lock, which the caller holds.
+        let polarity = Polarity::of_state(entry.state.load(Ordering::Relaxed));
+        if self.push(lock, entry, polarity) {
             counters.add(lock.index(), C::Unused, 1);
         }
     }
 
-    /// Pushes `entry` on its shard's list of kind `negative` and records which (see the rules).
-    fn push(&self, lock: &BucketLock<'_, V>, entry: &EntryRef<V>, negative: bool) -> bool {
-        let mut list = self.list(lock.index(), negative).lock();
+    /// Pushes `entry` on its shard's list of polarity `polarity` and records which (see the
+    /// rules).
+    fn push(&self, lock: &BucketLock<'_, V>, entry: &EntryRef<V>, polarity: Polarity) -> bool {
+        let mut list = self.list(lock.index(), polarity).lock();
         if list.push_back(entry.clone()).is_err() {
             return false;
         }
         // Relaxed (both): the bits are read by writers that hold this bucket's lock (ordered
         // by it) or this list's lock; readers never look at them.
-        let bits = if negative { ON_LRU | ON_NEGATIVE_LRU } else { ON_LRU };
+        let bits = if polarity.is_negative() { ON_LRU | ON_NEGATIVE_LRU } else { ON_LRU };
         entry.state.fetch_or(bits, Ordering::Relaxed);
         true
     }
@@ -90,7 +101,8 @@ impl<V: Send + Sync + 'static> Lru<V> {
         if state & ON_LRU == 0 {
             return false;
         }
-        let mut list = self.list(lock.index(), state & ON_NEGATIVE_LRU != 0).lock();
+        let on = if state & ON_NEGATIVE_LRU != 0 { Polarity::Negative } else { Polarity::Positive };
+        let mut list = self.list(lock.index(), on).lock();
         // SAFETY: the two bits name the list the entry was pushed on (or that `pop` took it
         // from), and no one can push it while we hold its bucket lock; so if it is linked, it
         // is on this list, and stays off every other one during the call.
@@ -114,7 +126,7 @@ impl<V: Send + Sync + 'static> Lru<V> {
         let state = entry.state.load(Ordering::Relaxed);
         let (negative, on_negative) = (state & NEGATIVE != 0, state & ON_NEGATIVE_LRU != 0);
         if state & ON_LRU != 0 && on_negative != negative && self.unlink(lock, entry) {
-            let pushed = self.push(lock, entry, negative);
+            let pushed = self.push(lock, entry, Polarity::of_state(state));
             debug_assert!(pushed, "an entry just taken off an LRU list was on another");
         }
     }
@@ -123,12 +135,10 @@ impl<V: Send + Sync + 'static> Lru<V> {
     pub(crate) fn pop(
         &self,
         shard: usize,
-        negative: bool,
+        polarity: Polarity,
         counters: &Counters,
     ) -> Option<EntryRef<V>> {
-        let s = &self.shards[shard];
-        let mut list: BareWriter<'_, LruAdapter<V>> =
-            if negative { s.neg.lock() } else { s.pos.lock() };
+        let mut list: BareWriter<'_, LruAdapter<V>> = self.shards[shard].list(polarity).lock();
         let popped = list.pop_front()?;
         popped.state.fetch_and(!(ON_LRU | ON_NEGATIVE_LRU), Ordering::Relaxed);
         // The shard index stands in for a bucket index: counters are striped, any stripe works.

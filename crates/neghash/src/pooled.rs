@@ -7,7 +7,7 @@
 //!   only after a grace period has passed since it was freed, and allocates a fresh one
 //!   rather than wait; so an entry recycled for another name is never seen by a reader that
 //!   saw the old one, and a flood of short-lived negatives reuses a bounded set of cells
-//!   instead of calling the allocator for each (seed 003).
+//!   instead of calling the allocator for each.
 //! - **Counts.** [`EntryRef`] is one count of an entry (its 32-bit `strong`), what an `Arc`
 //!   would be: the hash chain holds one while the entry is on it, the LRU one while it is on
 //!   it, each [`Held`](crate::Held) handle one, writers temporaries. Increments are `Relaxed`

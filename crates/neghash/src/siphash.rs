@@ -3,20 +3,18 @@
 //! std's SipHash-1-3 (`RandomState`'s hasher) is the same function, but its `Hasher::write`
 //! assembles a message's last partial word byte by byte. Here the message is one slice known
 //! in full, so its last partial word is read with at most two loads from the slice's ends
-//! (overlapping when they meet). In a profile of a cached path walk (14-byte names), hashing
-//! a name took about 18 ns through std's hasher and about 12 ns here.
+//! (overlapping when they meet): fewer steps than std's for a short name (figures in
+//! `BENCHMARKS.md`).
 //!
 //! The rounds and constants are the paper's; `C` compression and `D` finalisation rounds
 //! (1 and 3 for the table, as in std).
 
 /// SipHash-`C`-`D` of `message` under the 128-bit key `(k0, k1)`.
 ///
-/// Always inlined: called, the key and the state went through the stack, and the call stood
-/// between a walk's steps where the hash should overlap the previous step's wait on memory.
-/// Inlined together with [`HListBl::find_summarised`](udcache_rculist::HListBl::find_summarised),
-/// a cached walk's time per component fell by about 7% (the `lookup` benchmark's ratio to
-/// papaya, full runs alternating with the build before, one day: median 0.875 over 22 runs
-/// against 0.937 over 19; lower in 16 of 19 pairs).
+/// Always inlined: called, the key and the state go through the stack, and the call stands
+/// between a walk's steps where the hash should overlap the previous step's wait on memory
+/// (inlined together with [`HListBl::find_tagged`](udcache_rculist::HListBl::find_tagged):
+/// see `BENCHMARKS.md` for what that is worth).
 #[inline(always)]
 pub(crate) fn siphash<const C: usize, const D: usize>([k0, k1]: [u64; 2], message: &[u8]) -> u64 {
     let mut v = State([

@@ -45,6 +45,7 @@ impl Counters {
 ///
 /// Each counter is exact once writers are quiet; under load the fields are read one after the
 /// other and may disagree by the operations in flight.
+#[non_exhaustive]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Entries in the table.

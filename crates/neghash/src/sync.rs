@@ -15,9 +15,9 @@ pub(crate) fn spin() {
 }
 
 /// Where the table's hash keys come from: std's `RandomState` (random keys); under `cfg(loom)`
-/// fixed keys, because a loom model must take the same branches in every run (the summary bit
+/// fixed keys, because a loom model must take the same branches in every run (the tag bit
 /// of a key decides whether a lookup reads the chain at all).
 #[cfg(not(loom))]
-pub(crate) type Seeded = std::hash::RandomState;
+pub(crate) type KeySource = std::hash::RandomState;
 #[cfg(loom)]
-pub(crate) type Seeded = std::hash::BuildHasherDefault<std::hash::DefaultHasher>;
+pub(crate) type KeySource = std::hash::BuildHasherDefault<std::hash::DefaultHasher>;

@@ -1,8 +1,8 @@
-//! The table: buckets of [`HListBl`] chains, lookups, inserts, holders.
+//! The table: buckets of [`HListBl`](udcache_rculist::HListBl) chains, lookups, inserts, holders.
 //!
 //! # Rules (read before changing anything here)
 //!
-//! - **Bucket lock** (bit 0 of the chain head, [`BucketLock`]) protects: the chain's links, the
+//! - **Bucket lock** (bit 0 of the chain head, [`BucketLock`](crate::bucket::BucketLock)) protects: the chain's links, the
 //!   `NEGATIVE` and `UNHASHED` bits of its entries, the clearing of their `REFERENCED` bits,
 //!   and every eviction decision about them. An evictor claims an entry (`refs` 0 → `DEAD`)
 //!   only under it, so an entry found on a chain by a lock holder is never half-evicted.
@@ -17,9 +17,9 @@
 //!   under the bucket lock: onto the LRU, then the trimming rules ([`crate::trim`]) if negative.
 //! - **Retire**: entries leave a chain through `HListWriter::remove`, whose `Unlinked` defers
 //!   the chain's reference past every reader pinned at that moment.
-//! - **Summary**: each bucket's head word carries 12 bits, one chosen by the low bits of an
-//!   entry's hash ([`summary_bit`]), set for every entry on the chain (see
-//!   `udcache_rculist::head`). Under the bucket lock, an insert adds its bit before linking
+//! - **Tags**: each bucket's head word carries 12 tag bits; an entry's is one chosen by the low
+//!   bits of its hash ([`crate::entry::tag_bit`]), set for every entry on the chain
+//!   (see `udcache_rculist::head`). Under the bucket lock, an insert adds its bit before linking
 //!   the entry, and a removal recomputes the bits from the entries left
 //!   ([`crate::trim::unhash`]). Lookups ask the chain only when their bit is set: a name
 //!   that is not there usually costs the head load alone (3 entries leave 9 of 12 bits
@@ -35,8 +35,7 @@
 //!   file tree: a directory's entry is added before its children's (a walk must find it to reach
 //!   them), and every walk below it looks it up, so the entries added after it in its chain —
 //!   descendants, leaves mostly — are colder; in a table larger than the CPU's caches each one
-//!   stepped over is a cache miss (`udcache-bench lookup` here: udcache's time per component over
-//!   papaya's went from 1.18 to 1.01 when inserts stopped going to the front, medians of 8 runs).
+//!   stepped over is a cache miss (`udcache-bench lookup` measures it: see `BENCHMARKS.md`).
 //!   The order is where entries are put, not an invariant: an entry whose polarity flips stays
 //!   where it is (moving it under lockless readers could hide it from them), and nothing depends
 //!   on it but speed.
@@ -53,154 +52,86 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use udcache_rculist::epoch::{self, Guard};
-use udcache_rculist::head::SUMMARY_BITS;
-use udcache_rculist::{HListBl, HListWriter};
 
-use crate::entry::{ChainAdapter, Entry, NEGATIVE, ON_LRU, REFERENCED, UNHASHED, WORKINGSET};
-use crate::hashing::{KeyHash, KeyHasher, NameHash};
-use crate::lru::Lru;
+use crate::config::Config;
+use crate::entry::{Entry, NEGATIVE, ON_LRU, Polarity, WORKINGSET, tag_bit};
+use crate::hashing::NameHash;
 use crate::pooled::{EntryPool, EntryRef, new_pool};
-use crate::stats::{C, Counters, Stats};
-use crate::sync::{AtomicU32, Ordering};
+use crate::stats::{C, Stats};
+use crate::store::Store;
+use crate::sync::Ordering;
 use crate::trim;
-
-/// How a [`NegHash`] is sized and how hard it bounds negative entries.
-#[derive(Clone, Debug)]
-pub struct Config {
-    buckets: usize,
-    rule1: bool,
-    admission: bool,
-    negative_cap: Option<usize>,
-    negative_share: Option<f64>,
-    key_hash: KeyHash,
-}
-
-impl Config {
-    /// A table for about `entries` entries: a power of two with at most one entry per bucket
-    /// on average (at least 16 buckets). Both rules on, a cap of 6 negatives per bucket.
-    ///
-    /// One entry per bucket rather than more: a lookup hit visits on average half the other
-    /// entries of its chain before its own, and each is a cache miss in a table larger than the
-    /// cache (8 bytes of bucket head per entry buy that visit back).
-    pub fn for_entries(entries: usize) -> Self {
-        Config::with_buckets(entries.max(16))
-    }
-
-    /// A table with exactly `buckets` buckets (rounded up to a power of two; past the largest
-    /// power of two, that one, which no machine can allocate: see [`NegHash::try_new`]).
-    pub fn with_buckets(buckets: usize) -> Self {
-        let largest = 1 << (usize::BITS - 1);
-        Config {
-            buckets: buckets.max(1).checked_next_power_of_two().unwrap_or(largest),
-            rule1: true,
-            admission: true,
-            negative_cap: Some(6),
-            negative_share: None,
-            key_hash: KeyHash::SipHash13,
-        }
-    }
-
-    /// Rule 1, the run rule of Linux's 2020 "increase poison resistance" series: when a
-    /// negative entry becomes unused, it and the two unreferenced, settled negatives that
-    /// follow it in its chain are kept, and the third that follows is evicted: at most three
-    /// in a row. On by default.
-    pub fn with_rule1(mut self, on: bool) -> Self {
-        self.rule1 = on;
-        self
-    }
-
-    /// Scan resistance (see [`crate::trim`]): admission — a first-time negative that
-    /// would lengthen a full run is evicted itself rather than an older entry — and ghosts — a
-    /// negative re-created soon after its eviction is protected as a refault. On by default;
-    /// off gives the 2020 rule exactly.
-    pub fn with_admission(mut self, on: bool) -> Self {
-        self.admission = on;
-        self
-    }
-
-    /// Whether admission is on.
-    pub fn admission(&self) -> bool {
-        self.admission
-    }
-
-    /// Rule 2: at most `cap` negative entries per bucket, whatever their referenced bits (the
-    /// victim is chosen by second chance among the bucket's settled negatives). `None` turns it
-    /// off. Default `Some(6)`. A cap of 0 counts as 1: the negative a lookup just remembered
-    /// is kept until the bucket's next one evicts it.
-    pub fn with_negative_cap(mut self, cap: Option<usize>) -> Self {
-        self.negative_cap = cap.map(|c| c.max(1));
-        self
-    }
-
-    /// A global cap: negatives may make up at most this share of all entries; beyond it, each
-    /// negative release evicts an unused negative: the oldest on one of the LRU's shards
-    /// (shards go by bucket, and evictions take them in turn, so the order is only roughly
-    /// the oldest first). Default off.
-    ///
-    /// # Panics
-    ///
-    /// If the share is not a number from 0 to 1.
-    ///
-    /// ```should_panic
-    /// use udcache_neghash::Config;
-    /// let _ = Config::for_entries(16).with_negative_share(Some(f64::NAN));
-    /// ```
-    pub fn with_negative_share(mut self, share: Option<f64>) -> Self {
-        if let Some(share) = share {
-            assert!((0.0..=1.0).contains(&share), "udcache_neghash: a negative share of {share}");
-        }
-        self.negative_share = share;
-        self
-    }
-
-    /// The hash function (see [`KeyHash`]). Default [`KeyHash::SipHash13`]: choose
-    /// [`KeyHash::FoldedMultiply`] only for keys no adversary chooses.
-    pub fn with_key_hash(mut self, kind: KeyHash) -> Self {
-        self.key_hash = kind;
-        self
-    }
-
-    /// The hash function.
-    pub fn key_hash(&self) -> KeyHash {
-        self.key_hash
-    }
-
-    /// Buckets.
-    pub fn buckets(&self) -> usize {
-        self.buckets
-    }
-
-    /// The per-bucket cap of rule 2, if on.
-    pub fn cap(&self) -> Option<usize> {
-        self.negative_cap
-    }
-
-    /// Whether rule 1 is on.
-    pub fn rule1(&self) -> bool {
-        self.rule1
-    }
-}
 
 /// A concurrent hash table keyed by `(parent id, name bytes)` whose negative entries stay
 /// bounded per bucket under any flood. See the [crate docs](crate) for the mechanism.
 pub struct NegHash<V: Send + Sync + 'static> {
-    buckets: Box<[HListBl<ChainAdapter<V>>]>,
-    lru: Lru<V>,
-    hasher: KeyHasher,
-    config: Config,
-    counters: Counters,
-    /// Per bucket, the hash of the negative it last evicted (0: none); under the bucket lock.
-    /// Empty without admission, which alone reads and writes them.
-    ghosts: Box<[AtomicU32]>,
+    /// The buckets and what the trimming rules work on (see `store.rs`).
+    store: Store<V>,
     /// Where entries come from and go back to (see `pooled.rs`).
     pool: Arc<EntryPool<V>>,
 }
 
-/// What [`NegHash::bucket_shape`] reports of one entry.
+/// What [`NegHash::insert`] did: inserted a new entry, or found the name present.
+///
+/// Either way the entry is returned held ([`into_held`](Self::into_held)).
+///
+/// ```
+/// use udcache_neghash::{Config, Insertion, NegHash, Polarity};
+/// let table = NegHash::new(Config::for_entries(16));
+/// assert!(table.insert(1, b"f", Polarity::Positive, 7).is_inserted());
+/// match table.insert(1, b"f", Polarity::Negative, 8) {
+///     Insertion::Inserted(_) => unreachable!("the name is there"),
+///     // The entry found is returned as it is: positive, with its own value.
+///     Insertion::Present(found) => assert_eq!((found.is_negative(), *found.value()), (false, 7)),
+/// }
+/// ```
+#[derive(Debug)]
+pub enum Insertion<'t, V: Send + Sync + 'static> {
+    /// The name was not in the table: the new entry, held.
+    Inserted(Held<'t, V>),
+    /// The name was in the table already and nothing was inserted (the value passed in is
+    /// dropped): the entry present, held, with its own polarity and value.
+    Present(Held<'t, V>),
+}
+
+impl<'t, V: Send + Sync + 'static> Insertion<'t, V> {
+    /// Whether a new entry was inserted.
+    pub fn is_inserted(&self) -> bool {
+        matches!(self, Insertion::Inserted(_))
+    }
+
+    /// The entry, new or present, held.
+    pub fn into_held(self) -> Held<'t, V> {
+        match self {
+            Insertion::Inserted(held) | Insertion::Present(held) => held,
+        }
+    }
+
+    /// The new entry, or `None` if the name was present (that entry is released).
+    pub fn inserted(self) -> Option<Held<'t, V>> {
+        match self {
+            Insertion::Inserted(held) => Some(held),
+            Insertion::Present(_) => None,
+        }
+    }
+
+    /// The entry that was present, or `None` if a new one was inserted (it is released).
+    pub fn present(self) -> Option<Held<'t, V>> {
+        match self {
+            Insertion::Present(held) => Some(held),
+            Insertion::Inserted(_) => None,
+        }
+    }
+}
+
+/// What [`NegHash::bucket_shape`] reports of one entry (a diagnostic for tests and
+/// benchmarks).
+#[doc(hidden)]
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
-    /// A negative entry.
-    pub negative: bool,
+    /// The entry's polarity.
+    pub polarity: Polarity,
     /// Held by a [`Held`] handle.
     pub held: bool,
     /// Protected by a second chance: referenced by a lookup, or a refault (working set).
@@ -210,6 +141,7 @@ pub struct Shape {
 }
 
 /// What [`NegHash::shrink_negative`] did.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shrunk {
     /// How many negatives it evicted (at most the number asked), those rule 1 took because of
@@ -219,34 +151,6 @@ pub struct Shrunk {
     /// evicted enough, or because its scan's bound, about twice the number asked, ran out
     /// while referenced ones took their second chances).
     pub exhausted: bool,
-}
-
-/// Proof that the caller holds one bucket's lock, with the chain writer it grants.
-pub(crate) struct BucketLock<'t, V: Send + Sync + 'static> {
-    pub(crate) chain: HListWriter<'t, ChainAdapter<V>>,
-    index: usize,
-}
-
-impl<V: Send + Sync + 'static> BucketLock<'_, V> {
-    pub(crate) fn index(&self) -> usize {
-        self.index
-    }
-}
-
-/// `n` values made by `make`, or the error of allocating room for them.
-fn try_filled<T>(n: usize, make: impl FnMut() -> T) -> Result<Box<[T]>, TryReserveError> {
-    let mut all = Vec::new();
-    all.try_reserve_exact(n)?;
-    all.extend(std::iter::repeat_with(make).take(n));
-    Ok(all.into_boxed_slice())
-}
-
-/// The summary bit of an entry with key word `key`: one of `SUMMARY_BITS`, chosen by the
-/// low 32 bits of its hash (the key word's high half), mapped onto `0..SUMMARY_BITS` by a
-/// multiply and a shift (fairly, like a modulo, without the division: it is on every
-/// lookup's chain of dependent steps).
-pub(crate) fn summary_bit(key: u64) -> u16 {
-    1 << (((key >> 32) * u64::from(SUMMARY_BITS)) >> 32)
 }
 
 impl<V: Send + Sync + 'static> NegHash<V> {
@@ -275,78 +179,12 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// assert!(NegHash::<()>::try_new(Config::with_buckets(1 << 62)).is_err());
     /// ```
     pub fn try_new(config: Config) -> Result<Self, TryReserveError> {
-        let n = config.buckets;
-        let ghosts = if config.admission { n } else { 0 };
-        let shards = std::thread::available_parallelism().map_or(4, |p| p.get() * 4).min(n);
-        Ok(NegHash {
-            buckets: try_filled(n, HListBl::new)?,
-            lru: Lru::new(shards),
-            hasher: KeyHasher::new(config.key_hash),
-            config,
-            counters: Counters::new(),
-            ghosts: try_filled(ghosts, || AtomicU32::new(0))?,
-            pool: new_pool(),
-        })
+        Ok(NegHash { store: Store::try_new(config)?, pool: new_pool() })
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    /// `(key word, bucket)` of `(parent, name)`: its hash under this table's random keys
-    /// (see [`crate::hashing`]).
-    fn locate(&self, parent: u64, name: &[u8]) -> (u64, usize) {
-        self.locate_hashed(parent, name, self.hasher.name(name))
-    }
-
-    /// [`locate`](Self::locate) given the name's hash.
-    #[inline]
-    fn locate_hashed(&self, parent: u64, name: &[u8], hash: NameHash) -> (u64, usize) {
-        let h = self.hasher.with_parent(hash, parent);
-        let key = (h << 32) | name.len() as u64;
-        (key, (h >> 32) as usize & (self.buckets.len() - 1))
-    }
-
-    pub(crate) fn lock_bucket(&self, index: usize) -> BucketLock<'_, V> {
-        BucketLock { chain: self.buckets[index].lock(), index }
-    }
-
-    pub(crate) fn chain(&self, lock: &BucketLock<'_, V>) -> &HListBl<ChainAdapter<V>> {
-        &self.buckets[lock.index]
-    }
-
-    pub(crate) fn lru(&self) -> &Lru<V> {
-        &self.lru
-    }
-
-    pub(crate) fn counters(&self) -> &Counters {
-        &self.counters
-    }
-
-    /// The ghost slot of `lock`'s bucket, and the hash an entry with `key` would leave there
-    /// (never 0, the empty slot).
-    fn ghost_slot(&self, lock: &BucketLock<'_, V>, key: u64) -> (&AtomicU32, u32) {
-        (&self.ghosts[lock.index], (key >> 32) as u32 | 1)
-    }
-
-    /// Records an evicted negative's hash in its bucket's ghost slot.
-    pub(crate) fn remember_evicted(&self, lock: &BucketLock<'_, V>, entry: &Entry<V>) {
-        let (slot, hash) = self.ghost_slot(lock, entry.key);
-        // Relaxed: ghosts are read and written only under the bucket lock, which orders them.
-        slot.store(hash, Ordering::Relaxed);
-    }
-
-    /// Whether a negative about to be inserted with `key` refaults (and forgets the ghost).
-    fn refault(&self, lock: &BucketLock<'_, V>, key: u64) -> bool {
-        let (slot, hash) = self.ghost_slot(lock, key);
-        // Relaxed: under the bucket lock, as in `remember_evicted`; no one else writes the slot
-        // between the load and the store.
-        let hit = slot.load(Ordering::Relaxed) == hash;
-        if hit {
-            slot.store(0, Ordering::Relaxed);
-        }
-        hit
+        &self.store.config
     }
 
     /// Finds `(parent, name)` without locks. A hit sets the entry's referenced bit (a store only
@@ -366,10 +204,10 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// that lookup's answer (see [`hashing`](crate::hashing)).
     ///
     /// ```
-    /// use udcache_neghash::{Config, NegHash, epoch};
+    /// use udcache_neghash::{Config, NegHash, Polarity, epoch};
     /// let table = NegHash::new(Config::for_entries(16));
-    /// drop(table.insert(1, b"a", false, 2u64));
-    /// drop(table.insert(2, b"b", false, 3u64));
+    /// drop(table.insert(1, b"a", Polarity::Positive, 2u64));
+    /// drop(table.insert(2, b"b", Polarity::Positive, 3u64));
     /// // Both names hashed up front; each parent comes from the step before.
     /// let hashes = [table.name_hash(b"a"), table.name_hash(b"b")];
     /// let guard = epoch::pin();
@@ -381,7 +219,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// ```
     #[inline]
     pub fn name_hash(&self, name: &[u8]) -> NameHash {
-        self.hasher.name(name)
+        self.store.hasher.name(name)
     }
 
     /// [`lookup`](Self::lookup) with `name`'s hash made earlier by this table's
@@ -406,9 +244,9 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// the name, and a use is what the bit tells the trimming rules and `shrink` about.
     ///
     /// ```
-    /// use udcache_neghash::{Config, NegHash, epoch};
+    /// use udcache_neghash::{Config, NegHash, Polarity, epoch};
     /// let table = NegHash::new(Config::for_entries(16));
-    /// drop(table.insert(1, b"f", false, 7u64));
+    /// drop(table.insert(1, b"f", Polarity::Positive, 7u64));
     /// let guard = epoch::pin();
     /// assert!(!table.peek(&guard, 1, b"f").unwrap().is_referenced());
     /// assert!(table.lookup(&guard, 1, b"f").unwrap().is_referenced());
@@ -426,13 +264,13 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         (parent, name): (u64, &[u8]),
         hash: NameHash,
     ) -> Option<&'g Entry<V>> {
-        let (key, b) = self.locate_hashed(parent, name, hash);
-        self.buckets[b].find_summarised(guard, summary_bit(key), |e| e.matches(key, parent, name))
+        let (key, b) = self.store.locate_hashed(parent, name, hash);
+        self.store.buckets[b].find_tagged(guard, tag_bit(key), |e| e.matches(key, parent, name))
     }
 
     /// Finds `(parent, name)` and holds it: a held entry is never evicted.
     pub fn get(&self, parent: u64, name: &[u8]) -> Option<Held<'_, V>> {
-        let (key, b) = self.locate(parent, name);
+        let (key, b) = self.store.locate(parent, name);
         let held = self.find_held(key, parent, name, b)?;
         held.touch();
         Some(held)
@@ -442,16 +280,25 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// not being evicted; its referenced bit untouched.
     fn find_held(&self, key: u64, parent: u64, name: &[u8], b: usize) -> Option<Held<'_, V>> {
         let guard = epoch::pin();
-        let entry = self.buckets[b]
-            .find_owned_summarised(&guard, summary_bit(key), |e| e.matches(key, parent, name))?;
+        let entry = self.store.buckets[b]
+            .find_owned_tagged(&guard, tag_bit(key), |e| e.matches(key, parent, name))?;
         entry.try_hold()?;
         let held = Held::new(entry, self, b);
         // Removed between the walk and the hold: not there (dropping `held` releases it).
         held.is_hashed().then_some(held)
     }
 
-    /// Inserts a positive or negative entry, held by the returned handle. If the name is
-    /// present already, nothing is inserted and the present entry is returned, held, as `Err`.
+    /// Inserts an entry of polarity `polarity` for `(parent, name)`, held by the returned
+    /// handle ([`Insertion::Inserted`]). If the name is present already, nothing is inserted
+    /// and the present entry is returned, held, as it is ([`Insertion::Present`]).
+    ///
+    /// ```
+    /// use udcache_neghash::{Config, NegHash, Polarity};
+    /// let table = NegHash::new(Config::for_entries(16));
+    /// let held = table.insert(1, b"a.h", Polarity::Negative, ()).into_held();
+    /// assert!(held.is_negative());
+    /// assert!(!table.insert(1, b"a.h", Polarity::Positive, ()).is_inserted());
+    /// ```
     ///
     /// # Panics
     ///
@@ -461,47 +308,49 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         &self,
         parent: u64,
         name: &[u8],
-        negative: bool,
+        polarity: Polarity,
         value: V,
-    ) -> Result<Held<'_, V>, Held<'_, V>> {
+    ) -> Insertion<'_, V> {
         assert!(
             u32::try_from(name.len()).is_ok(),
             "udcache_neghash: a name of {} bytes (at most u32::MAX)",
             name.len()
         );
-        let (key, b) = self.locate(parent, name);
+        let (key, b) = self.store.locate(parent, name);
         // A name present already (a re-filing: renewed, instantiated, a rename's target) is
         // answered without taking a cell: a cell taken and parked again unused would count as
         // recycled (`Stats::recycled`) for an entry never made. Without the lock, as `get`
         // finds (not touching the entry: an insert is no lookup); a name inserted meanwhile
         // is found again under the lock below.
         if let Some(found) = self.find_held(key, parent, name, b) {
-            return Err(found);
+            return Insertion::Present(found);
         }
         // The cell before the lock: finding a reusable one may run deferred functions, which
         // are better not run under the bucket lock. (Unused if the name was inserted since
         // the look above: parked again.)
         let cell = self.pool.alloc();
         let guard = epoch::pin();
-        let mut lock = self.lock_bucket(b);
+        let mut lock = self.store.lock_bucket(b);
         // Under the bucket lock no entry on the chain is claimed (claims happen under it and
         // finish before it is released), so `try_hold` cannot fail here.
-        let found = self.buckets[b]
-            .find_owned_summarised(&guard, summary_bit(key), |e| e.matches(key, parent, name));
+        let found = self.store.buckets[b]
+            .find_owned_tagged(&guard, tag_bit(key), |e| e.matches(key, parent, name));
         if let Some(found) = found {
             found.try_hold().expect("no claimed entry on a chain under its lock");
-            return Err(Held::new(found, self, b));
+            return Insertion::Present(Held::new(found, self, b));
         }
-        let state = match negative {
-            false => 0,
-            true if self.config.admission && self.refault(&lock, key) => NEGATIVE | WORKINGSET,
-            true => NEGATIVE,
+        let state = match polarity {
+            Polarity::Positive => 0,
+            Polarity::Negative if self.store.config.admission && self.store.refault(&lock, key) => {
+                NEGATIVE | WORKINGSET
+            }
+            Polarity::Negative => NEGATIVE,
         };
         let entry = EntryRef::new(cell, &self.pool, |home| {
             Entry::new((key, parent, name), state, value, home)
         });
-        // The bit first: no summarised find may see the entry without it.
-        lock.chain.add_summary(summary_bit(key));
+        // The bit first: no tagged find may see the entry without it.
+        lock.chain.add_tags(tag_bit(key));
         // In front of the chain's first negative (see the module rules, Chain order).
         let mut at = lock.chain.cursor_mut(&guard);
         while at.get().is_some_and(|e| !e.has(NEGATIVE)) {
@@ -510,12 +359,12 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         if at.insert_before(entry.clone()).is_err() {
             unreachable!("a new entry is on no chain");
         }
-        self.counters.add(b, C::Entries, 1);
-        if negative {
-            self.counters.add(b, C::Negative, 1);
-            trim::enforce_cap(self, &mut lock, &guard);
+        self.store.counters.add(b, C::Entries, 1);
+        if polarity.is_negative() {
+            self.store.counters.add(b, C::Negative, 1);
+            trim::enforce_cap(&self.store, &mut lock, &guard);
         }
-        Ok(Held::new(entry, self, b))
+        Insertion::Inserted(Held::new(entry, self, b))
     }
 
     /// Evicts up to `n` unused entries, negatives first, oldest first within each LRU shard
@@ -531,12 +380,12 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// negative left ([`Shrunk::exhausted`]).
     ///
     /// ```
-    /// use udcache_neghash::{Config, NegHash, epoch};
+    /// use udcache_neghash::{Config, NegHash, Polarity, epoch};
     /// let t = NegHash::new(Config::with_buckets(1));
-    /// drop(t.insert(0, b"file", false, ()));
+    /// drop(t.insert(0, b"file", Polarity::Positive, ()));
     /// // The chain: a b c r, `r` the oldest on the LRU and referenced by a lookup.
     /// for name in ["r", "c", "b", "a"] {
-    ///     drop(t.insert(0, name.as_bytes(), true, ()));
+    ///     drop(t.insert(0, name.as_bytes(), Polarity::Negative, ()));
     ///     if name == "r" {
     ///         assert!(t.lookup(&epoch::pin(), 0, b"r").is_some());
     ///     }
@@ -547,10 +396,10 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// assert_eq!((t.stats().entries, t.stats().negative), (1, 0));
     /// ```
     pub fn shrink(&self, n: usize) -> usize {
-        let negatives = trim::shrink(self, n, true);
+        let negatives = trim::shrink(&self.store, n, Polarity::Negative);
         let mut done = negatives.0;
         if done < n && negatives.1 {
-            done += trim::shrink(self, n - done, false).0;
+            done += trim::shrink(&self.store, n - done, Polarity::Positive).0;
         }
         self.pool.trim();
         done
@@ -559,37 +408,38 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// Evicts up to `n` unused *negative* entries, oldest first per shard, second chances
     /// given as by [`shrink`](Self::shrink), counted exactly as there. For callers whose
     /// positive entries carry bookkeeping of their own (see
-    /// [`oldest_unused_positives`](Self::oldest_unused_positives)), which should turn to
+    /// [`oldest_unused`](Self::oldest_unused)), which should turn to
     /// them only when [`Shrunk::exhausted`] says no unused negative is left. Gives back pooled
     /// cells as `shrink` does.
     pub fn shrink_negative(&self, n: usize) -> Shrunk {
-        let (evicted, exhausted) = trim::shrink(self, n, true);
+        let (evicted, exhausted) = trim::shrink(&self.store, n, Polarity::Negative);
         self.pool.trim();
         Shrunk { evicted, exhausted }
     }
 
-    /// Holds up to `n` of the least recently used unused positive entries, for a caller that
-    /// must do its own bookkeeping before it removes them with [`Held::remove`]; referenced
-    /// ones get a second chance instead of being returned, as in [`shrink`](Self::shrink). An
-    /// entry whose removal would make rule 1 evict negatives (it separates two runs of them)
-    /// is not returned, so the caller's count of what it removed is exact. Entries not removed
-    /// go back to the LRU when released. The LRU is sharded: "least recently used" holds
-    /// within a shard.
+    /// Holds up to `n` of the least recently used unused entries of polarity `polarity`, for
+    /// a caller that must do its own bookkeeping before it removes them with
+    /// [`Held::remove`]; referenced ones get a second chance instead of being returned, as in
+    /// [`shrink`](Self::shrink). An entry whose removal would make rule 1 evict negatives (it
+    /// separates two runs of them) is not returned, so the caller's count of what it removed
+    /// is exact. Entries not removed go back to the LRU when released. The LRU is sharded:
+    /// "least recently used" holds within a shard.
     ///
     /// ```
-    /// use udcache_neghash::{Config, NegHash};
+    /// use udcache_neghash::{Config, NegHash, Polarity};
     /// let t = NegHash::new(Config::with_buckets(8));
-    /// drop(t.insert(1, b"f", false, 'f'));
-    /// drop(t.insert(1, b"miss", true, '-'));
-    /// let oldest = t.oldest_unused_positives(5);
+    /// drop(t.insert(1, b"f", Polarity::Positive, 'f'));
+    /// drop(t.insert(1, b"miss", Polarity::Negative, '-'));
+    /// let oldest = t.oldest_unused(5, Polarity::Positive);
     /// assert_eq!(oldest.len(), 1);
     /// assert_eq!(oldest[0].name(), b"f");
     /// assert!(oldest[0].remove());
     /// drop(oldest);
     /// assert_eq!((t.stats().entries, t.stats().negative), (1, 1));
     /// ```
-    pub fn oldest_unused_positives(&self, n: usize) -> Vec<Held<'_, V>> {
-        trim::oldest_unused_positives(self, n)
+    pub fn oldest_unused(&self, n: usize, polarity: Polarity) -> Vec<Held<'_, V>> {
+        let oldest = trim::oldest_unused(&self.store, n, polarity);
+        oldest.into_iter().map(|(entry, bucket)| Held::new(entry, self, bucket)).collect()
     }
 
     /// Takes every negative entry whose parent id `doomed` accepts out of the table: an unused
@@ -599,48 +449,48 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// the cache with its remembered misses, none of which may outlive it.
     ///
     /// ```
-    /// use udcache_neghash::{Config, NegHash};
+    /// use udcache_neghash::{Config, NegHash, Polarity};
     /// let t = NegHash::<()>::new(Config::with_buckets(8));
-    /// drop(t.insert(1, b"gone", true, ()));
-    /// let held = t.insert(1, b"held", true, ()).unwrap();
-    /// drop(t.insert(2, b"kept", true, ()));
+    /// drop(t.insert(1, b"gone", Polarity::Negative, ()));
+    /// let held = t.insert(1, b"held", Polarity::Negative, ()).inserted().unwrap();
+    /// drop(t.insert(2, b"kept", Polarity::Negative, ()));
     /// assert_eq!(t.purge_negatives(&|parent| parent == 1), 2);
     /// assert_eq!(t.stats().negative, 1);
     /// assert!(!held.is_hashed() && t.get(1, b"held").is_none());
     /// ```
     pub fn purge_negatives(&self, doomed: &dyn Fn(u64) -> bool) -> usize {
-        trim::purge_negatives(self, doomed)
+        trim::purge_negatives(&self.store, doomed)
     }
 
     /// Calls `f` on every entry in the table, one bucket at a time under its lock (so `f` must
     /// not call back into the table).
     ///
     /// ```
-    /// use udcache_neghash::{Config, NegHash};
+    /// use udcache_neghash::{Config, NegHash, Polarity};
     /// let t = NegHash::new(Config::with_buckets(4));
-    /// drop(t.insert(1, b"a", false, 10));
-    /// drop(t.insert(1, b"b", true, 20));
+    /// drop(t.insert(1, b"a", Polarity::Positive, 10));
+    /// drop(t.insert(1, b"b", Polarity::Negative, 20));
     /// let mut sum = 0;
     /// t.for_each_entry(|e| sum += e.value());
     /// assert_eq!(sum, 30);
     /// ```
     pub fn for_each_entry(&self, mut f: impl FnMut(&Entry<V>)) {
-        for b in 0..self.buckets.len() {
+        for b in 0..self.store.buckets.len() {
             let guard = epoch::pin();
-            let _lock = self.lock_bucket(b);
-            self.buckets[b].iter(&guard).for_each(&mut f);
+            let _lock = self.store.lock_bucket(b);
+            self.store.buckets[b].iter(&guard).for_each(&mut f);
         }
     }
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
-        let c = &self.counters;
+        let c = &self.store.counters;
         let pool = self.pool.stats();
         Stats {
             entries: c.sum(C::Entries),
             unused: c.sum(C::Unused),
             negative: c.sum(C::Negative),
-            buckets: self.buckets.len() as u64,
+            buckets: self.store.buckets.len() as u64,
             evicted_rule1: c.sum(C::EvictRule1),
             evicted_rule2: c.sum(C::EvictRule2),
             evicted_global: c.sum(C::EvictGlobal),
@@ -652,14 +502,15 @@ impl<V: Send + Sync + 'static> NegHash<V> {
 
     /// The entries on the chain of bucket `index`, in chain order (the leading positives oldest
     /// first, then negatives newest first: see the module rules). Takes the bucket lock; for
-    /// tests and benchmarks that check the bounds.
+    /// tests and benchmarks that check the bounds (a diagnostic, hidden from the docs).
+    #[doc(hidden)]
     pub fn bucket_shape(&self, index: usize) -> Vec<Shape> {
         let guard = epoch::pin();
-        let _lock = self.lock_bucket(index);
-        self.buckets[index]
+        let _lock = self.store.lock_bucket(index);
+        self.store.buckets[index]
             .iter(&guard)
             .map(|e| Shape {
-                negative: e.has(NEGATIVE),
+                polarity: Polarity::of_state(e.state.load(Ordering::Relaxed)),
                 held: e.refs.load(Ordering::Relaxed) != 0,
                 referenced: e.is_protected(),
                 on_lru: e.has(ON_LRU),
@@ -672,16 +523,18 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     /// Per bucket: unused negatives at most the cap (rule 2); no run of more than
     /// [`MAX_RUN`](crate::trim::MAX_RUN) settled, unprotected negatives (rule 1); every unused
     /// entry on the LRU. Overall: the counters agree with the chains. Returns the first
-    /// violation found, described.
+    /// violation found, described. A diagnostic for tests, hidden from the docs.
+    #[doc(hidden)]
     pub fn verify(&self) -> Result<(), String> {
         let (mut entries, mut negatives, mut on_lru) = (0, 0, 0);
-        for b in 0..self.buckets.len() {
+        for b in 0..self.store.buckets.len() {
             let shape = self.bucket_shape(b);
             entries += shape.len();
-            negatives += shape.iter().filter(|s| s.negative).count();
+            negatives += shape.iter().filter(|s| s.polarity.is_negative()).count();
             on_lru += shape.iter().filter(|s| s.on_lru).count();
-            let unused_negatives = shape.iter().filter(|s| s.negative && !s.held).count();
-            if let Some(cap) = self.config.negative_cap
+            let unused_negatives =
+                shape.iter().filter(|s| s.polarity.is_negative() && !s.held).count();
+            if let Some(cap) = self.store.config.negative_cap
                 && unused_negatives > cap
             {
                 return Err(format!(
@@ -693,8 +546,9 @@ impl<V: Send + Sync + 'static> NegHash<V> {
                 if !s.held && !s.on_lru {
                     return Err(format!("bucket {b}: an unused entry is off the LRU: {shape:?}"));
                 }
-                run = if s.negative && !s.held && !s.referenced { run + 1 } else { 0 };
-                if self.config.rule1 && run > trim::MAX_RUN {
+                run =
+                    if s.polarity.is_negative() && !s.held && !s.referenced { run + 1 } else { 0 };
+                if self.store.config.rule1 && run > trim::MAX_RUN {
                     return Err(format!(
                         "bucket {b}: a run of {run} unreferenced negatives: {shape:?}"
                     ));
@@ -714,12 +568,12 @@ impl<V: Send + Sync + 'static> NegHash<V> {
 
     /// Number of buckets.
     pub fn buckets(&self) -> usize {
-        self.buckets.len()
+        self.store.buckets.len()
     }
 
     /// The bucket `(parent, name)` hashes to (stable for the table's life).
     pub fn bucket_of(&self, parent: u64, name: &[u8]) -> usize {
-        self.locate(parent, name).1
+        self.store.bucket_of(parent, name)
     }
 
     /// Called by [`Held`]'s drop: the last release settles the entry.
@@ -729,20 +583,20 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             return;
         }
         let guard = epoch::pin();
-        let mut lock = self.lock_bucket(bucket);
+        let mut lock = self.store.lock_bucket(bucket);
         // Acquire: pairs with other holders' Release decrements.
         if entry.refs.load(Ordering::Acquire) != 0 || !entry.is_hashed() {
             return;
         }
-        self.lru.add(&lock, entry, &self.counters);
+        self.store.lru.add(&lock, entry, &self.store.counters);
         if entry.has(NEGATIVE) {
-            if self.config.rule1 {
-                trim::run_rule(self, &mut lock, entry, &guard);
+            if self.store.config.rule1 {
+                trim::run_rule(&self.store, &mut lock, entry, &guard);
             }
-            trim::enforce_cap(self, &mut lock, &guard);
+            trim::enforce_cap(&self.store, &mut lock, &guard);
             drop(lock);
-            if let Some(share) = self.config.negative_share {
-                trim::enforce_share(self, share);
+            if let Some(share) = self.store.config.negative_share {
+                trim::enforce_share(&self.store, share);
             }
         }
     }
@@ -751,7 +605,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
 impl<V: Send + Sync + 'static> std::fmt::Debug for NegHash<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NegHash")
-            .field("config", &self.config)
+            .field("config", &self.store.config)
             .field("stats", &self.stats())
             .finish()
     }
@@ -776,28 +630,41 @@ impl<'t, V: Send + Sync + 'static> Held<'t, V> {
 
     /// Turns a negative entry positive (the name was created). Returns false if it already was.
     pub fn make_positive(&self) -> bool {
-        self.flip(false)
+        self.set_polarity(Polarity::Positive)
     }
 
     /// Turns a positive entry negative (the name was unlinked). Returns false if it already was.
     pub fn make_negative(&self) -> bool {
-        self.flip(true)
+        self.set_polarity(Polarity::Negative)
     }
 
-    fn flip(&self, to_negative: bool) -> bool {
+    /// Gives the entry polarity `to` (see [`make_positive`](Self::make_positive),
+    /// [`make_negative`](Self::make_negative)). Returns false if it had it already, or is out
+    /// of the table. The entry stays where it is in its chain.
+    ///
+    /// ```
+    /// use udcache_neghash::{Config, NegHash, Polarity};
+    /// let table = NegHash::new(Config::for_entries(16));
+    /// let held = table.insert(1, b"f", Polarity::Negative, ()).into_held();
+    /// assert!(held.set_polarity(Polarity::Positive));
+    /// assert!(!held.set_polarity(Polarity::Positive));
+    /// assert_eq!((table.stats().entries, table.stats().negative), (1, 0));
+    /// ```
+    pub fn set_polarity(&self, to: Polarity) -> bool {
         let t = self.table;
-        let lock = t.lock_bucket(self.bucket);
+        let lock = t.store.lock_bucket(self.bucket);
+        let to_negative = to.is_negative();
         if self.entry.has(NEGATIVE) == to_negative || !self.entry.is_hashed() {
             return false;
         }
-        // Release: pairs with the Acquire in `Entry::is_negative`.
+        // Release: pairs with the Acquire in `Entry::polarity`.
         if to_negative {
             self.entry.state.fetch_or(NEGATIVE, Ordering::Release);
         } else {
             self.entry.state.fetch_and(!NEGATIVE, Ordering::Release);
         }
-        t.counters.add(self.bucket, C::Negative, if to_negative { 1 } else { -1 });
-        t.lru.refile(&lock, &self.entry);
+        t.store.counters.add(self.bucket, C::Negative, if to_negative { 1 } else { -1 });
+        t.store.lru.refile(&lock, &self.entry);
         true
     }
 
@@ -806,12 +673,12 @@ impl<'t, V: Send + Sync + 'static> Held<'t, V> {
     pub fn remove(&self) -> bool {
         let t = self.table;
         let guard = epoch::pin();
-        let mut lock = t.lock_bucket(self.bucket);
+        let mut lock = t.store.lock_bucket(self.bucket);
         if !self.entry.is_hashed() {
             return false;
         }
-        trim::unhash(t, &mut lock, &self.entry, &guard);
-        trim::retrim(t, &mut lock, &guard, usize::MAX);
+        trim::unhash(&t.store, &mut lock, &self.entry, &guard);
+        trim::retrim(&t.store, &mut lock, &guard, usize::MAX);
         true
     }
 }
@@ -833,15 +700,4 @@ impl<V: Send + Sync + std::fmt::Debug + 'static> std::fmt::Debug for Held<'_, V>
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Debug::fmt(&*self.entry, f)
     }
-}
-
-/// Clears `REFERENCED` on `entry` (under its bucket lock).
-pub(crate) fn clear_referenced<V>(entry: &Entry<V>) {
-    entry.state.fetch_and(!REFERENCED, Ordering::Relaxed);
-}
-
-/// Marks `entry` unhashed (under its bucket lock).
-pub(crate) fn mark_unhashed<V>(entry: &Entry<V>) {
-    // Release: pairs with the Acquire in `Entry::is_hashed`.
-    entry.state.fetch_or(UNHASHED, Ordering::Release);
 }

@@ -8,7 +8,7 @@
 //! positive entry is never evicted by a rule (they only look at negatives), and no held entry
 //! is evicted by anything.
 //!
-//! # Rule 1 — the run rule (Linux 2020, "dcache: increase poison resistance")
+//! # Rule 1 — the run rule (as proposed for Linux's dentry cache)
 //!
 //! When a negative entry becomes unused, its referenced bit is cleared and the entries that
 //! follow it in its chain are examined: in a run of negative, settled, unreferenced entries
@@ -31,7 +31,7 @@
 //!
 //! # Admission (on by default; [`Config::with_admission`](crate::Config::with_admission))
 //!
-//! The 2020 rule evicts the *oldest* of a run (the third after the released entry). Under a
+//! The run rule as proposed for Linux evicts the *oldest* of a run (the third after the released entry). Under a
 //! scan of unique names that pushes out every negative a workload made before the scan, even
 //! ones it will reuse. With admission on, a first-time negative (not referenced, not a refault)
 //! whose release would make its run longer than [`MAX_RUN`] is evicted itself instead: a
@@ -70,39 +70,40 @@
 //! is not made: the entry goes back to the LRU's tail as it was (the entries rule 1 would have
 //! taken are settled negatives of the same shard, so the scan reaches them on its own).
 
-use crate::pooled::EntryRef;
 use std::sync::atomic::AtomicUsize;
 
 use udcache_rculist::epoch::{self, Guard};
 
-use crate::entry::{Entry, NEGATIVE, ON_LRU};
+use crate::bucket::BucketLock;
+use crate::entry::{Entry, NEGATIVE, ON_LRU, Polarity, tag_bit};
+use crate::pooled::EntryRef;
 use crate::stats::C;
-use crate::table::{BucketLock, Held, NegHash, clear_referenced, mark_unhashed, summary_bit};
+use crate::store::Store;
 
 /// Takes `entry` off its chain and its LRU, fixing the counters. The entry stays valid for
 /// readers and holders until they let go.
 pub(crate) fn unhash<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+    t: &Store<V>,
     lock: &mut BucketLock<'_, V>,
     entry: &Entry<V>,
     guard: &Guard,
 ) {
     let unlinked = lock.chain.remove(entry).expect("a hashed entry is on its bucket's chain");
-    // After the unlinking store (see `table.rs`, Summary): the bits of the entries left.
-    let left = t.chain(lock).iter(guard).fold(0, |bits, e| bits | summary_bit(e.key));
-    lock.chain.set_summary(left);
-    mark_unhashed(entry);
-    t.lru().remove(lock, entry, t.counters());
-    t.counters().add(lock.index(), C::Entries, -1);
+    // After the unlinking store (see `table.rs`, Tags): the bits of the entries left.
+    let left = t.chain(lock).iter(guard).fold(0, |bits, e| bits | tag_bit(e.key));
+    lock.chain.set_tags(left);
+    entry.mark_unhashed();
+    t.lru.remove(lock, entry, &t.counters);
+    t.counters.add(lock.index(), C::Entries, -1);
     if entry.has(NEGATIVE) {
-        t.counters().add(lock.index(), C::Negative, -1);
+        t.counters.add(lock.index(), C::Negative, -1);
     }
     drop(unlinked);
 }
 
 /// Claims and unhashes an unused entry; false if it is held (nothing changes then).
 fn evict<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+    t: &Store<V>,
     lock: &mut BucketLock<'_, V>,
     entry: &Entry<V>,
     why: C,
@@ -111,11 +112,11 @@ fn evict<V: Send + Sync + 'static>(
     if !entry.is_hashed() || !entry.claim() {
         return false;
     }
-    if entry.has(NEGATIVE) && t.config().admission() {
+    if entry.has(NEGATIVE) && t.config.admission() {
         t.remember_evicted(lock, entry);
     }
     unhash(t, lock, entry, guard);
-    t.counters().add(lock.index(), why, 1);
+    t.counters.add(lock.index(), why, 1);
     true
 }
 
@@ -125,13 +126,13 @@ fn settled_negative<V>(e: &Entry<V>) -> bool {
 
 /// Rule 1, run when `released` (negative) has just become unused and been put on the LRU.
 pub(crate) fn run_rule<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+    t: &Store<V>,
     lock: &mut BucketLock<'_, V>,
     released: &EntryRef<V>,
     guard: &Guard,
 ) {
-    clear_referenced(released);
-    if t.config().admission() && !released.is_protected() {
+    released.clear_referenced();
+    if t.config.admission() && !released.is_protected() {
         // Admission: a first-time negative joining a full run is the one that goes, so the
         // entries that were there first (and may be reused) are not pushed out by a scan.
         let run = t
@@ -154,7 +155,7 @@ pub(crate) fn run_rule<V: Send + Sync + 'static>(
 
 /// Evicts the fourth entry of every run of settled, unreferenced negatives in this chain.
 ///
-/// The 2020 rule looks only at the run that starts with the entry being released; this looks
+/// The run rule as proposed for Linux looks only at the run that starts with the entry being released; this looks
 /// at every run, so the bound ("at most three in a row") also holds after rule 2 or `shrink`
 /// clear referenced bits elsewhere in the chain. On a chain where only releases clear bits the
 /// two are the same: only the released entry's run can have grown.
@@ -162,10 +163,10 @@ pub(crate) fn run_rule<V: Send + Sync + 'static>(
 /// Evicts at most `limit` entries and returns how many. Only `shrink` passes a limit (what it
 /// has left to evict), after counting with [`rule1_cost`] under this same lock what the trim
 /// will take; more can be due only if an entry of the chain became settled in between, its
-/// last holder's count dropped to 0 without the lock ([`NegHash::release`] takes it after):
+/// last holder's count dropped to 0 without the lock (`NegHash::release` takes it after):
 /// that release trims the chain itself once it has the lock.
 fn trim_runs<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+    t: &Store<V>,
     lock: &mut BucketLock<'_, V>,
     guard: &Guard,
     limit: usize,
@@ -204,13 +205,13 @@ enum Change {
 /// `L` entries loses `L - MAX_RUN` of them (`trim_runs` evicts the fourth until three are
 /// left). Counted before the change, without making it.
 fn rule1_cost<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+    t: &Store<V>,
     lock: &BucketLock<'_, V>,
     popped: &Entry<V>,
     change: Change,
     guard: &Guard,
 ) -> usize {
-    if !t.config().rule1() {
+    if !t.config.rule1() {
         return 0;
     }
     let (mut run, mut cost) = (0, 0);
@@ -235,12 +236,12 @@ fn rule1_cost<V: Send + Sync + 'static>(
 /// of it are one run now. Called after every unhash that is not itself rule 1's. Evicts at
 /// most `limit` (see `trim_runs`: `usize::MAX` but in `shrink`) and returns how many.
 pub(crate) fn retrim<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+    t: &Store<V>,
     lock: &mut BucketLock<'_, V>,
     guard: &Guard,
     limit: usize,
 ) -> usize {
-    if t.config().rule1() { trim_runs(t, lock, guard, limit) } else { 0 }
+    if t.config.rule1() { trim_runs(t, lock, guard, limit) } else { 0 }
 }
 
 /// Rule 1 keeps at most this many settled, unreferenced negatives in a row.
@@ -248,11 +249,11 @@ pub const MAX_RUN: usize = 3;
 
 /// Rule 2: evicts settled negatives of this bucket while there are more than the cap.
 pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+    t: &Store<V>,
     lock: &mut BucketLock<'_, V>,
     guard: &Guard,
 ) {
-    let Some(cap) = t.config().cap() else { return };
+    let Some(cap) = t.config.cap() else { return };
     // A chain no longer than the cap cannot hold too many negatives: no walk.
     if lock.chain.short_len().is_some_and(|len| len <= cap) {
         return;
@@ -298,30 +299,30 @@ pub(crate) fn enforce_cap<V: Send + Sync + 'static>(
 }
 
 /// The global share: if negatives exceed `share` of all entries, evict one old negative.
-pub(crate) fn enforce_share<V: Send + Sync + 'static>(t: &NegHash<V>, share: f64) {
-    let c = t.counters();
+pub(crate) fn enforce_share<V: Send + Sync + 'static>(t: &Store<V>, share: f64) {
+    let c = &t.counters;
     if c.sum(C::Negative) as f64 > share * c.sum(C::Entries) as f64 {
-        let _ = evict_from_lru(t, 1, true, C::EvictGlobal);
+        let _ = evict_from_lru(t, 1, Polarity::Negative, C::EvictGlobal);
     }
 }
 
 /// `shrink(n)` for one kind of entry: how many it evicted (at most `n`), and whether it
 /// stopped because that kind's LRU lists were empty.
 pub(crate) fn shrink<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+    t: &Store<V>,
     n: usize,
-    negative: bool,
+    polarity: Polarity,
 ) -> (usize, bool) {
-    evict_from_lru(t, n, negative, C::EvictShrink)
+    evict_from_lru(t, n, polarity, C::EvictShrink)
 }
 
 fn evict_from_lru<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+    t: &Store<V>,
     n: usize,
-    negative: bool,
+    polarity: Polarity,
     why: C,
 ) -> (usize, bool) {
-    scan_lru(t, n, negative, |lock, e, guard, room| {
+    scan_lru(t, n, polarity, |lock, e, guard, room| {
         if 1 + rule1_cost(t, lock, e, Change::Evict, guard) > room {
             return None;
         }
@@ -329,23 +330,25 @@ fn evict_from_lru<V: Send + Sync + 'static>(
     })
 }
 
-/// Holds up to `n` of the oldest unused positive entries, second chances given as by `shrink`,
-/// for a caller that does its own bookkeeping before removing them. An entry whose removal
-/// would make rule 1 evict (it separates two runs of negatives) is passed over: the caller
-/// could not count those evictions.
-pub(crate) fn oldest_unused_positives<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+/// Holds up to `n` of the oldest unused entries of polarity `polarity`, second chances given
+/// as by `shrink`, for a caller that does its own bookkeeping before removing them; each with
+/// its bucket, for the caller to wrap in a [`Held`](crate::Held) (the hold is taken). An
+/// entry whose removal would make rule 1 evict (it separates two runs of negatives) is passed
+/// over: the caller could not count those evictions.
+pub(crate) fn oldest_unused<V: Send + Sync + 'static>(
+    t: &Store<V>,
     n: usize,
-) -> Vec<Held<'_, V>> {
+    polarity: Polarity,
+) -> Vec<(EntryRef<V>, usize)> {
     let mut held = Vec::new();
-    scan_lru(t, n, false, |lock, e, guard, _room| {
+    scan_lru(t, n, polarity, |lock, e, guard, _room| {
         if rule1_cost(t, lock, e, Change::Evict, guard) > 0 {
             return None;
         }
         // Popped off the LRU, so releasing the hold puts it back there.
         let got = e.try_hold().is_some();
         if got {
-            held.push(Held::new(e.clone(), t, lock.index()));
+            held.push((e.clone(), lock.index()));
         }
         Some(usize::from(got))
     });
@@ -356,11 +359,11 @@ pub(crate) fn oldest_unused_positives<V: Send + Sync + 'static>(
 /// settled one is evicted, a held one unhashed (as [`Held::remove`](crate::Held::remove)
 /// does: it stays valid for its holders). Returns how many left.
 pub(crate) fn purge_negatives<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+    t: &Store<V>,
     doomed: &dyn Fn(u64) -> bool,
 ) -> usize {
     let mut gone = 0;
-    for b in 0..t.buckets() {
+    for b in 0..t.buckets.len() {
         let guard = epoch::pin();
         let mut lock = t.lock_bucket(b);
         let victims: Vec<_> =
@@ -397,19 +400,19 @@ static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
 /// Shrink). Returns how many went, and whether the scan stopped because every shard's list of
 /// that kind was empty.
 fn scan_lru<V: Send + Sync + 'static>(
-    t: &NegHash<V>,
+    t: &Store<V>,
     n: usize,
-    negative: bool,
+    polarity: Polarity,
     mut take: impl FnMut(&mut BucketLock<'_, V>, &EntryRef<V>, &Guard, usize) -> Option<usize>,
 ) -> (usize, bool) {
-    let shards = t.lru().shards();
+    let shards = t.lru.shards();
     // Relaxed: only spreads scans over shards.
     let mut shard = NEXT_SHARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % shards;
     let (mut taken, mut scanned, mut empty) = (0, 0, 0);
     // `n` may be "everything" (`usize::MAX`): the bound saturates rather than wraps.
     let budget = n.saturating_mul(2).saturating_add(shards);
     while taken < n && scanned < budget && empty < shards {
-        let Some(e) = t.lru().pop(shard, negative, t.counters()) else {
+        let Some(e) = t.lru.pop(shard, polarity, &t.counters) else {
             empty += 1;
             shard = (shard + 1) % shards;
             continue;
@@ -419,7 +422,7 @@ fn scan_lru<V: Send + Sync + 'static>(
         let guard = epoch::pin();
         let mut lock = t.lock_bucket(t.bucket_of(e.parent(), e.name()));
         let held = e.refs.load(crate::sync::Ordering::Relaxed) != 0;
-        if !e.is_hashed() || held || e.has(ON_LRU) || e.has(NEGATIVE) != negative {
+        if !e.is_hashed() || held || e.has(ON_LRU) || e.has(NEGATIVE) != polarity.is_negative() {
             // Gone; or held again (its last release puts it back on the LRU); or held and
             // released since the pop: back on the LRU already, or about to be (a release
             // drops its count before it takes this lock), maybe flipped to the other kind by
@@ -431,7 +434,7 @@ fn scan_lru<V: Send + Sync + 'static>(
             if spend {
                 e.spend_chance();
             }
-            t.lru().add(&lock, &e, t.counters());
+            t.lru.add(&lock, &e, &t.counters);
             if spend {
                 taken += retrim(t, &mut lock, &guard, n - taken);
             }
@@ -439,7 +442,7 @@ fn scan_lru<V: Send + Sync + 'static>(
         }
         match take(&mut lock, &e, &guard, n - taken) {
             Some(went) => taken += went,
-            None => t.lru().add(&lock, &e, t.counters()),
+            None => t.lru.add(&lock, &e, &t.counters),
         }
         drop(guard);
         shard = (shard + 1) % shards;

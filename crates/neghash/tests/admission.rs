@@ -3,7 +3,7 @@
 //! missed again while it is there (a refault), it is kept, and the settled negatives stay too.
 #![cfg(not(loom))]
 
-use udcache_neghash::{Config, NegHash};
+use udcache_neghash::{Config, NegHash, Polarity};
 
 /// One bucket, the run rule with admission (the defaults), no cap: every victim is the run
 /// rule's.
@@ -13,7 +13,7 @@ fn table(admission: bool) -> NegHash<()> {
 
 fn miss(t: &NegHash<()>, name: &[u8]) {
     // Inserted and released at once: a remembered miss, unused.
-    drop(t.insert(7, name, true, ()).unwrap());
+    drop(t.insert(7, name, Polarity::Negative, ()).inserted().unwrap());
 }
 
 /// Whether each name is cached, read off the chain: a lookup would set referenced bits, which

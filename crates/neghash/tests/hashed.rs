@@ -1,13 +1,18 @@
 //! Lookups with a name hash made ahead ([`NegHash::lookup_hashed`]).
 #![cfg(not(loom))]
 
-use udcache_neghash::{Config, NegHash, epoch};
+use udcache_neghash::{Config, NegHash, Polarity, epoch};
 
 #[test]
 fn a_hash_made_ahead_finds_what_lookup_finds() {
     let table = NegHash::new(Config::for_entries(1024));
     for i in 0..1000u64 {
-        drop(table.insert(i % 7, format!("n{i}").as_bytes(), false, i).unwrap());
+        drop(
+            table
+                .insert(i % 7, format!("n{i}").as_bytes(), Polarity::Positive, i)
+                .inserted()
+                .unwrap(),
+        );
     }
     let guard = epoch::pin();
     for i in 0..1000u64 {
@@ -26,8 +31,8 @@ fn a_hash_made_ahead_finds_what_lookup_finds() {
 fn a_wrong_hash_misses_and_never_finds_another_entry() {
     // One bucket: every entry sits on the chain a wrong hash leads to.
     let table = NegHash::new(Config::with_buckets(1));
-    drop(table.insert(1, b"a", false, 'a').unwrap());
-    drop(table.insert(1, b"b", false, 'b').unwrap());
+    drop(table.insert(1, b"a", Polarity::Positive, 'a').inserted().unwrap());
+    drop(table.insert(1, b"b", Polarity::Positive, 'b').inserted().unwrap());
     let other = NegHash::<char>::new(Config::with_buckets(1));
     let guard = epoch::pin();
     assert!(table.lookup_hashed(&guard, 1, b"a", table.name_hash(b"b")).is_none());

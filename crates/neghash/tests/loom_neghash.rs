@@ -2,7 +2,7 @@
 //! `RUSTFLAGS="--cfg loom --cfg crossbeam_loom" cargo test --release -p udcache-neghash --test loom_neghash`
 #![cfg(loom)]
 
-use udcache_neghash::{Config, NegHash, epoch};
+use udcache_neghash::{Config, NegHash, Polarity, epoch};
 
 /// Both models: preemption bound 2. Inserts, a trim, crossbeam's pins and the snapshot reader's
 /// retries exceed loom's default of 1,000 branches per execution.
@@ -20,8 +20,8 @@ fn lookup_vs_insert_and_trim_on_one_bucket() {
         let table = std::sync::Arc::new(NegHash::<u32>::new(
             Config::with_buckets(1).with_negative_cap(Some(1)).with_rule1(false),
         ));
-        drop(table.insert(0, b"stable", false, 7).unwrap());
-        drop(table.insert(0, b"old-miss", true, 0).unwrap());
+        drop(table.insert(0, b"stable", Polarity::Positive, 7).inserted().unwrap());
+        drop(table.insert(0, b"old-miss", Polarity::Negative, 0).inserted().unwrap());
 
         let reader = {
             let table = table.clone();
@@ -37,7 +37,7 @@ fn lookup_vs_insert_and_trim_on_one_bucket() {
                 }
             })
         };
-        drop(table.insert(0, b"new-miss", true, 0).unwrap());
+        drop(table.insert(0, b"new-miss", Polarity::Negative, 0).inserted().unwrap());
         reader.join().unwrap();
 
         let s = table.stats();
@@ -53,7 +53,12 @@ fn read_value_is_never_torn() {
     use loom::sync::atomic::{AtomicU64, Ordering::Relaxed};
     model().check(|| {
         let table = std::sync::Arc::new(NegHash::new(Config::with_buckets(1)));
-        drop(table.insert(0, b"pair", false, (AtomicU64::new(0), AtomicU64::new(0))).unwrap());
+        drop(
+            table
+                .insert(0, b"pair", Polarity::Positive, (AtomicU64::new(0), AtomicU64::new(0)))
+                .inserted()
+                .unwrap(),
+        );
         let reader = {
             let table = table.clone();
             loom::thread::spawn(move || {
@@ -83,8 +88,8 @@ fn read_value_is_never_torn() {
 fn remove_vs_shrink_of_one_lru_entry() {
     model().check(|| {
         let table = std::sync::Arc::new(NegHash::<u32>::new(Config::with_buckets(1)));
-        drop(table.insert(0, b"miss", true, 0).unwrap());
-        drop(table.insert(0, b"hit", false, 1).unwrap());
+        drop(table.insert(0, b"miss", Polarity::Negative, 0).inserted().unwrap());
+        drop(table.insert(0, b"hit", Polarity::Positive, 1).inserted().unwrap());
         let shrinker = {
             let table = table.clone();
             loom::thread::spawn(move || table.shrink_negative(1).evicted)

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use udcache_neghash::trim::MAX_RUN;
-use udcache_neghash::{Config, Held, NegHash, Shape, epoch};
+use udcache_neghash::{Config, Held, Insertion, NegHash, Polarity, Shape, epoch};
 
 type Key = (u64, Vec<u8>);
 
@@ -65,7 +65,7 @@ fn check_bounds(table: &NegHash<()>) -> Result<(), TestCaseError> {
     let config = table.config();
     for b in 0..table.buckets() {
         let shape = table.bucket_shape(b);
-        let evictable = |s: &Shape| s.negative && !s.held;
+        let evictable = |s: &Shape| s.polarity == Polarity::Negative && !s.held;
         if config.rule1() {
             let longest = shape
                 .split(|s| !evictable(s) || s.referenced)
@@ -117,9 +117,14 @@ fn run(config: Config, ops: Vec<Op>) -> Result<(), TestCaseError> {
         match op {
             Op::Insert { parent, name: n, negative, keep } => {
                 let key = (parent, name(n));
-                let (held, inserted) = match table.insert(parent, &key.1, negative, ()) {
-                    Ok(h) => (h, true),
-                    Err(h) => (h, false),
+                let (held, inserted) = match table.insert(
+                    parent,
+                    &key.1,
+                    if negative { Polarity::Negative } else { Polarity::Positive },
+                    (),
+                ) {
+                    Insertion::Inserted(h) => (h, true),
+                    Insertion::Present(h) => (h, false),
                 };
                 if inserted {
                     prop_assert!(!model.entries.contains_key(&key) || !model.held(&key));

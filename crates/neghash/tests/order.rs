@@ -1,7 +1,7 @@
 //! Where an insert puts an entry on its chain (`table.rs`, Chain order).
 #![cfg(not(loom))]
 
-use udcache_neghash::{Config, NegHash, epoch};
+use udcache_neghash::{Config, NegHash, Polarity, epoch};
 
 /// The names on a one-bucket table's chain, in chain order, each with its polarity.
 fn chain(table: &NegHash<()>) -> Vec<(String, bool)> {
@@ -23,7 +23,16 @@ fn positives_lead_oldest_first_and_negatives_follow_newest_first() {
     for (name, negative) in
         [("n1", true), ("p1", false), ("n2", true), ("p2", false), ("p3", false)]
     {
-        drop(t.insert(7, name.as_bytes(), negative, ()).unwrap());
+        drop(
+            t.insert(
+                7,
+                name.as_bytes(),
+                if negative { Polarity::Negative } else { Polarity::Positive },
+                (),
+            )
+            .inserted()
+            .unwrap(),
+        );
     }
     let want = [("p1", false), ("p2", false), ("p3", false), ("n2", true), ("n1", true)];
     assert_eq!(chain(&t), want.map(|(n, neg)| (n.to_string(), neg)));
@@ -38,19 +47,19 @@ fn positives_lead_oldest_first_and_negatives_follow_newest_first() {
 #[test]
 fn an_entry_that_changes_polarity_stays_in_place() {
     let t = table();
-    let n1 = t.insert(7, b"n1", true, ()).unwrap();
-    drop(t.insert(7, b"p1", false, ()).unwrap());
+    let n1 = t.insert(7, b"n1", Polarity::Negative, ()).inserted().unwrap();
+    drop(t.insert(7, b"p1", Polarity::Positive, ()).inserted().unwrap());
     // The chain is p1, n1; n1 turns positive where it is, so p2 goes in behind it.
     assert!(n1.make_positive());
-    drop(t.insert(7, b"p2", false, ()).unwrap());
-    drop(t.insert(7, b"n2", true, ()).unwrap());
+    drop(t.insert(7, b"p2", Polarity::Positive, ()).inserted().unwrap());
+    drop(t.insert(7, b"n2", Polarity::Negative, ()).inserted().unwrap());
     let names: Vec<String> = chain(&t).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["p1", "n1", "p2", "n2"]);
     // A positive at the front turning negative does not move either: the next negative goes
     // in front of it.
     let p1 = t.get(7, b"p1").unwrap();
     assert!(p1.make_negative());
-    drop(t.insert(7, b"n3", true, ()).unwrap());
+    drop(t.insert(7, b"n3", Polarity::Negative, ()).inserted().unwrap());
     let names: Vec<String> = chain(&t).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["n3", "p1", "n1", "p2", "n2"]);
     t.verify().unwrap();

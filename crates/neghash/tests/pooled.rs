@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use udcache_neghash::{Config, NegHash, epoch};
+use udcache_neghash::{Config, NegHash, Polarity, epoch};
 
 /// A value that counts its drops.
 #[derive(Debug)]
@@ -46,7 +46,8 @@ fn removed_entries_cells_are_recycled() {
     let table: NegHash<u64> = NegHash::new(Config::with_buckets(64));
     for round in 0..50u64 {
         for i in 0..64 {
-            let held = table.insert(1, &name(round * 64 + i), false, i).unwrap();
+            let held =
+                table.insert(1, &name(round * 64 + i), Polarity::Positive, i).inserted().unwrap();
             held.remove();
         }
         // The removals' chain references are released by deferred functions (flushed to the
@@ -72,7 +73,7 @@ fn removed_entries_cells_are_recycled() {
 /// Makes and frees `n` entries under `parent`, flushing now and then.
 fn churn(table: &NegHash<u64>, parent: u64, n: u64) {
     for i in 0..n {
-        let held = table.insert(parent, &name(i), false, i).unwrap();
+        let held = table.insert(parent, &name(i), Polarity::Positive, i).inserted().unwrap();
         held.remove();
         drop(held);
         if i % 256 == 0 {
@@ -84,7 +85,7 @@ fn churn(table: &NegHash<u64>, parent: u64, n: u64) {
 #[test]
 fn a_reader_keeps_the_entry_it_saw_while_others_churn() {
     let table: NegHash<u64> = NegHash::new(Config::with_buckets(16));
-    drop(table.insert(1, b"old", false, 7).unwrap());
+    drop(table.insert(1, b"old", Polarity::Positive, 7).inserted().unwrap());
     let guard = epoch::pin();
     let seen = table.lookup(&guard, 1, b"old").unwrap();
     table.get(1, b"old").unwrap().remove();
@@ -115,7 +116,15 @@ fn every_value_is_dropped_once_even_after_the_table_is_gone() {
         let table: NegHash<Counted> = NegHash::new(Config::with_buckets(256));
         for i in 0..made {
             let negative = i % 2 == 0;
-            let held = table.insert(1, &name(i), negative, Counted(i, drops.clone())).unwrap();
+            let held = table
+                .insert(
+                    1,
+                    &name(i),
+                    if negative { Polarity::Negative } else { Polarity::Positive },
+                    Counted(i, drops.clone()),
+                )
+                .inserted()
+                .unwrap();
             if i % 3 == 0 {
                 held.remove();
             }
@@ -153,7 +162,7 @@ fn a_pinned_reader_keeps_its_entry_through_remove_evict_and_reuse() {
         let table: NegHash<Counted> =
             NegHash::new(Config::with_buckets(4).with_negative_cap(Some(3)));
         let value = |i| Counted(i, drops.clone());
-        drop(table.insert(1, b"seen", false, value(0)).unwrap());
+        drop(table.insert(1, b"seen", Polarity::Positive, value(0)).inserted().unwrap());
         let (found, changed) = (Barrier::new(2), Barrier::new(2));
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -169,10 +178,18 @@ fn a_pinned_reader_keeps_its_entry_through_remove_evict_and_reuse() {
             // Negatives past the cap are evicted; positives flip and go.
             for i in 1..made / 2 {
                 let name = format!("n{i}");
-                drop(table.insert(2, name.as_bytes(), true, value(i)).unwrap());
+                drop(
+                    table
+                        .insert(2, name.as_bytes(), Polarity::Negative, value(i))
+                        .inserted()
+                        .unwrap(),
+                );
             }
             for i in made / 2..made {
-                let held = table.insert(3, format!("p{i}").as_bytes(), false, value(i)).unwrap();
+                let held = table
+                    .insert(3, format!("p{i}").as_bytes(), Polarity::Positive, value(i))
+                    .inserted()
+                    .unwrap();
                 if i % 2 == 0 {
                     assert!(held.make_negative());
                 } else {
@@ -185,11 +202,16 @@ fn a_pinned_reader_keeps_its_entry_through_remove_evict_and_reuse() {
         settle_all();
         // Cells freed above come back for new entries once their grace period is over.
         for i in 0..4u64 {
-            drop(table.insert(4, format!("r{i}").as_bytes(), false, value(made + i)).unwrap());
+            drop(
+                table
+                    .insert(4, format!("r{i}").as_bytes(), Polarity::Positive, value(made + i))
+                    .inserted()
+                    .unwrap(),
+            );
         }
         assert!(table.stats().recycled > 0, "{:?}", table.stats());
         assert!(table.shrink_negative(2).evicted > 0);
-        let old = table.oldest_unused_positives(2);
+        let old = table.oldest_unused(2, Polarity::Positive);
         assert!(!old.is_empty());
         drop(old);
         table.purge_negatives(&|parent| parent == 2);
@@ -212,7 +234,12 @@ fn a_pinned_reader_keeps_its_entry_through_remove_evict_and_reuse() {
 fn values_are_read_whole_while_written() {
     use std::sync::atomic::AtomicU64;
     let table = NegHash::new(Config::with_buckets(2));
-    drop(table.insert(1, b"pair", false, (AtomicU64::new(0), AtomicU64::new(0))).unwrap());
+    drop(
+        table
+            .insert(1, b"pair", Polarity::Positive, (AtomicU64::new(0), AtomicU64::new(0)))
+            .inserted()
+            .unwrap(),
+    );
     std::thread::scope(|s| {
         s.spawn(|| {
             for _ in 0..8 {

@@ -2,7 +2,7 @@
 //! reviews found.
 #![cfg(not(loom))]
 
-use udcache_neghash::{Config, NegHash, epoch};
+use udcache_neghash::{Config, NegHash, Polarity, epoch};
 
 /// Found by the fuzzer: removing an entry from the middle of a chain joined two runs of
 /// unreferenced negatives into one longer than rule 1 allows (four in a row).
@@ -13,11 +13,11 @@ fn removing_an_entry_between_two_runs_retrims() {
     // The chain: a, b, p, c, d. A new entry goes in front of the first negative, so `p` goes
     // in as a negative (held: it ends the runs) and turns positive once `a` and `b` are in.
     for name in [&b"d"[..], b"c"] {
-        drop(table.insert(0, name, true, ()).unwrap());
+        drop(table.insert(0, name, Polarity::Negative, ()).inserted().unwrap());
     }
-    let p = table.insert(0, b"p", true, ()).unwrap();
+    let p = table.insert(0, b"p", Polarity::Negative, ()).inserted().unwrap();
     for name in [&b"b"[..], b"a"] {
-        drop(table.insert(0, name, true, ()).unwrap());
+        drop(table.insert(0, name, Polarity::Negative, ()).inserted().unwrap());
     }
     assert!(p.make_positive());
     let mut chain = Vec::new();
@@ -43,11 +43,11 @@ fn chain(t: &NegHash<()>) -> Vec<Vec<u8>> {
 fn admission_evicting_an_entry_between_two_runs_retrims() {
     let t: NegHash<()> = NegHash::new(Config::with_buckets(1).with_negative_cap(None));
     for name in [&b"d"[..], b"c", b"b"] {
-        drop(t.insert(0, name, true, ()).unwrap());
+        drop(t.insert(0, name, Polarity::Negative, ()).inserted().unwrap());
     }
     // Held, `r` ends the runs: `a` before it, `b c d` after it.
-    let r = t.insert(0, b"r", true, ()).unwrap();
-    drop(t.insert(0, b"a", true, ()).unwrap());
+    let r = t.insert(0, b"r", Polarity::Negative, ()).inserted().unwrap();
+    drop(t.insert(0, b"a", Polarity::Negative, ()).inserted().unwrap());
     assert_eq!(chain(&t), [&b"a"[..], b"r", b"b", b"c", b"d"]);
     t.verify().unwrap();
     // Released, `r` starts a run of four (r b c d): admission evicts it, joining `a` to `b c d`.
@@ -64,7 +64,7 @@ fn admission_evicting_an_entry_between_two_runs_retrims() {
 fn rule_2_spends_a_refaults_working_set_mark_with_its_reference() {
     let t: NegHash<()> =
         NegHash::new(Config::with_buckets(1).with_rule1(false).with_negative_cap(Some(3)));
-    let miss = |name: &[u8]| drop(t.insert(0, name, true, ()).unwrap());
+    let miss = |name: &[u8]| drop(t.insert(0, name, Polarity::Negative, ()).inserted().unwrap());
     // `a` goes at `d`'s insert and leaves a ghost; then each refault is kept (working set)
     // and pushes out the oldest unprotected entry, whose ghost lets it refault next.
     for name in [&b"a"[..], b"b", b"c", b"d", b"a", b"b", b"c", b"d"] {
@@ -84,7 +84,7 @@ fn rule_2_spends_a_refaults_working_set_mark_with_its_reference() {
 fn shrinking_by_usize_max_shrinks_everything() {
     let t: NegHash<()> = NegHash::new(Config::with_buckets(64).with_negative_cap(None));
     for i in 0..100u32 {
-        drop(t.insert(0, format!("p{i}").as_bytes(), false, ()).unwrap());
+        drop(t.insert(0, format!("p{i}").as_bytes(), Polarity::Positive, ()).inserted().unwrap());
     }
     assert_eq!(t.shrink(usize::MAX), 100);
     assert_eq!(t.stats().entries, 0);
@@ -103,12 +103,14 @@ fn counts<V: Send + Sync + 'static>(t: &NegHash<V>) -> (u64, u64) {
 fn shrink_counts_what_rule_1_evicts_after_a_spent_chance() {
     let t: NegHash<()> = NegHash::new(Config::with_buckets(16));
     for i in 0..20 {
-        drop(t.insert(2, format!("file{i}").as_bytes(), false, ()).unwrap());
+        drop(
+            t.insert(2, format!("file{i}").as_bytes(), Polarity::Positive, ()).inserted().unwrap(),
+        );
     }
-    drop(t.insert(2, b"looked-up", true, ()).unwrap());
+    drop(t.insert(2, b"looked-up", Polarity::Negative, ()).inserted().unwrap());
     assert!(t.lookup(&epoch::pin(), 2, b"looked-up").is_some());
     for i in 0..1000 {
-        drop(t.insert(3, format!("flood{i}").as_bytes(), true, ()));
+        drop(t.insert(3, format!("flood{i}").as_bytes(), Polarity::Negative, ()));
     }
     t.verify().unwrap();
     let (entries, negatives) = counts(&t);
@@ -125,12 +127,14 @@ fn shrink_counts_what_rule_1_evicts_after_a_spent_chance() {
 #[test]
 fn a_shrink_never_evicts_more_than_asked() {
     let t: NegHash<()> = NegHash::new(Config::with_buckets(1).with_negative_cap(None));
-    let miss = |name: &[u8]| drop(t.insert(0, name, true, ()).unwrap());
+    let miss = |name: &[u8]| drop(t.insert(0, name, Polarity::Negative, ()).inserted().unwrap());
     // `r` is evicted, leaving its ghost: inserted again, it refaults (protected).
     miss(b"r");
     assert_eq!(t.shrink(1), 1);
     // `d e f` held while `r` and `a b c` are released: `r` comes first on the LRU.
-    let held: Vec<_> = [&b"f"[..], b"e", b"d"].map(|n| t.insert(0, n, true, ()).unwrap()).into();
+    let held: Vec<_> = [&b"f"[..], b"e", b"d"]
+        .map(|n| t.insert(0, n, Polarity::Negative, ()).inserted().unwrap())
+        .into();
     miss(b"r");
     for name in [&b"c"[..], b"b", b"a"] {
         miss(name);
@@ -153,7 +157,7 @@ fn a_shrink_never_evicts_more_than_asked() {
 fn a_name_longer_than_u32_max_bytes_is_refused() {
     let t: NegHash<()> = NegHash::new(Config::for_entries(16));
     let name = vec![0u8; (1usize << 32) + 5];
-    drop(t.insert(1, &name, true, ()));
+    drop(t.insert(1, &name, Polarity::Negative, ()));
 }
 
 /// A writer that checks whether a name is present before it changes anything (udcache's
@@ -163,10 +167,10 @@ fn a_name_longer_than_u32_max_bytes_is_refused() {
 #[test]
 fn peeking_and_inserting_a_present_name_leave_the_referenced_bit_as_it_was() {
     let t: NegHash<u8> = NegHash::new(Config::with_buckets(1));
-    drop(t.insert(0, b"p", false, 1).unwrap());
+    drop(t.insert(0, b"p", Polarity::Positive, 1).inserted().unwrap());
     let guard = epoch::pin();
     assert!(!t.peek(&guard, 0, b"p").unwrap().is_referenced());
-    let found = t.insert(0, b"p", false, 2).unwrap_err();
+    let found = t.insert(0, b"p", Polarity::Positive, 2).present().unwrap();
     assert!(!found.is_referenced(), "insert is no lookup");
     drop(found);
     assert!(!t.peek(&guard, 0, b"p").unwrap().is_referenced());

@@ -1,7 +1,7 @@
 //! The global cap on negatives: [`Config::with_negative_share`].
 #![cfg(not(loom))]
 
-use udcache_neghash::{Config, NegHash};
+use udcache_neghash::{Config, NegHash, Polarity};
 
 #[test]
 fn negatives_past_their_share_of_all_entries_are_evicted() {
@@ -13,10 +13,11 @@ fn negatives_past_their_share_of_all_entries_are_evicted() {
     let table: NegHash<u32> = NegHash::new(config);
     let name = |kind: &str, i: u32| format!("{kind}{i}").into_bytes();
     // Ten positives, held: never evicted.
-    let positives: Vec<_> =
-        (0..10).map(|i| table.insert(0, &name("p", i), false, i).unwrap()).collect();
+    let positives: Vec<_> = (0..10)
+        .map(|i| table.insert(0, &name("p", i), Polarity::Positive, i).inserted().unwrap())
+        .collect();
     for i in 0..40 {
-        drop(table.insert(0, &name("n", i), true, i).unwrap());
+        drop(table.insert(0, &name("n", i), Polarity::Negative, i).inserted().unwrap());
         let s = table.stats();
         assert!(2 * s.negative <= s.entries, "after n{i}: {s:?}");
     }

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use udcache_neghash::{Config, NegHash, epoch};
+use udcache_neghash::{Config, Insertion, NegHash, Polarity, epoch};
 
 fn name(i: u64) -> Vec<u8> {
     format!("{i:08x}").into_bytes()
@@ -16,7 +16,9 @@ fn name(i: u64) -> Vec<u8> {
 fn churn_keeps_bounds_and_lookups_stay_correct() {
     let table: NegHash<u64> = NegHash::new(Config::with_buckets(64).with_negative_cap(Some(5)));
     // Stable positives, held for the whole test: every lookup must find them, positive.
-    let stable: Vec<_> = (0..64u64).map(|i| table.insert(0, &name(i), false, i).unwrap()).collect();
+    let stable: Vec<_> = (0..64u64)
+        .map(|i| table.insert(0, &name(i), Polarity::Positive, i).inserted().unwrap())
+        .collect();
     let stop = AtomicBool::new(false);
     let lookups = AtomicU64::new(0);
     let ops = AtomicU64::new(0);
@@ -34,9 +36,10 @@ fn churn_keeps_bounds_and_lookups_stay_correct() {
                     let key = name(x % 4096);
                     let parent = 1 + (x >> 20) % 3;
                     match (x >> 32) % 8 {
-                        0..=3 => drop(table.insert(parent, &key, true, 0)), // flood of misses
+                        0..=3 => drop(table.insert(parent, &key, Polarity::Negative, 0)), // flood of misses
                         4 => {
-                            if let Ok(h) = table.insert(parent, &key, false, x)
+                            if let Insertion::Inserted(h) =
+                                table.insert(parent, &key, Polarity::Positive, x)
                                 && x & 1 == 0
                             {
                                 h.make_negative();
@@ -117,7 +120,12 @@ fn read_value_snapshots_are_whole_under_writers_and_churn() {
     // Held for the whole test, so that the trimming never evicts them.
     let held: Vec<_> = keys
         .iter()
-        .map(|k| table.insert(0, k, false, std::array::from_fn(|_| AtomicU64::new(0))).unwrap())
+        .map(|k| {
+            table
+                .insert(0, k, Polarity::Positive, std::array::from_fn(|_| AtomicU64::new(0)))
+                .inserted()
+                .unwrap()
+        })
         .collect();
     let stop = AtomicBool::new(false);
     let (snapshots, writes) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -147,7 +155,7 @@ fn read_value_snapshots_are_whole_under_writers_and_churn() {
                 while !stop.load(Ordering::Relaxed) {
                     i += 1;
                     let blank = std::array::from_fn(|_| AtomicU64::new(0));
-                    drop(table.insert(1, &name(i), true, blank));
+                    drop(table.insert(1, &name(i), Polarity::Negative, blank));
                 }
             });
         }

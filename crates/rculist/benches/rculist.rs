@@ -2,7 +2,7 @@
 //!
 //! - `traverse/*/{100,1000}`: single-thread walk of a list, summing a field; elements/s gives
 //!   ns/node. Baselines: `std::collections::LinkedList` and intrusive-collections' `LinkedList`
-//!   (the target: rculist within 1.2x of intrusive-collections). `rculist_pin` pins a
+//!   (the target: rculist within 1.2x of intrusive-collections). `rculist_pin` pins a
 //!   guard per walk; `rculist` walks under a guard pinned once.
 //! - `traverse_128b/*/1000`: the same with dentry-sized nodes (128-byte payload), allocated
 //!   interleaved so both lists have the same heap layout.

@@ -6,26 +6,26 @@
 //! ```
 //! use udcache_rculist::{HLink, Link, adapter};
 //!
-//! struct Dentry {
-//!     name: String,
+//! struct Entry {
+//!     key: String,
 //!     hash: HLink,  // on a hash chain
-//!     child: Link,  // on its parent's child list
+//!     group: Link,  // on its group's list
 //!     lru: Link,    // on the LRU
 //! }
-//! adapter!(HashAdapter = Dentry { hash: HLink });
-//! adapter!(ChildAdapter = Dentry { child: Link });
-//! adapter!(LruAdapter = Dentry { lru: Link });
+//! adapter!(HashAdapter = Entry { hash: HLink });
+//! adapter!(GroupAdapter = Entry { group: Link });
+//! adapter!(LruAdapter = Entry { lru: Link });
 //! ```
 //!
 //! An adapter also names the owning pointer its list holds for each node
-//! ([`Adapter::Pointer`]). The form above picks `Arc<Dentry>`; a node that lives elsewhere, say in
+//! ([`Adapter::Pointer`]). The form above picks `Arc<Entry>`; a node that lives elsewhere, say in
 //! a pool, names its own [`NodePtr`] type after the link:
 //!
 //! ```
 //! # use udcache_rculist::{HLink, adapter};
-//! # struct Dentry { hash: HLink }
+//! # struct Entry { hash: HLink }
 //! # type PoolRef<T> = std::sync::Arc<T>; // stands in for a pool's handle type
-//! adapter!(HashAdapter = Dentry { hash: HLink }, pointer = PoolRef<Dentry>);
+//! adapter!(HashAdapter = Entry { hash: HLink }, pointer = PoolRef<Entry>);
 //! ```
 //!
 //! Every list a node sits on must then hold it through the same kind of pointer (each list

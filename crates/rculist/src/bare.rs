@@ -18,7 +18,7 @@
 //!   compare-exchange of `prev` from null, so a node goes on at most one list through one link even
 //!   when writers of two lists race for it; a claimed node is refused. But a link does not say
 //!   *which* list it is on, so [`BareWriter::remove`] is `unsafe`: its caller vouches that a
-//!   linked node is on this list (neghash's LRU records that in the entry's state bits).
+//!   linked node is on this list (say, by recording its list in the node's own state).
 //! - **Orderings.** The claim is Acquire and the release of a link (`prev` back to null) is
 //!   Release: a writer of another list that claims the node next sees this list's last stores
 //!   to the link. Everything else is Relaxed, ordered by the list's lock.

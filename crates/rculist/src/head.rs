@@ -1,12 +1,12 @@
-//! The head word of a hash chain: the first link, the [`HListBl`](crate::HListBl) lock bit, a
-//! 12-bit summary of the chain's members and their count while it is short.
+//! The head word of a hash chain: the first link, the [`HListBl`](crate::HListBl) lock bit,
+//! the chain's tag bits and its length while it is short.
 //!
 //! # Layout
 //!
 //! ```text
 //!  63        52 51    48 47                                   3  2   1     0
 //! +------------+--------+--------------------------------------+---+------+------+
-//! |  summary   | length |       address of the first link      | 0 | WIDE | LOCK |
+//! |    tags    | length |       address of the first link      | 0 | WIDE | LOCK |
 //! +------------+--------+--------------------------------------+---+------+------+
 //! ```
 //!
@@ -14,10 +14,10 @@
 //!   says the word is **wide**.
 //! - User-space addresses on x86-64 and AArch64 fit in 48 bits unless a program maps memory
 //!   above that on purpose. A link that needs the high bits makes the word wide: the
-//!   address takes all of bits 3..63, and there is neither summary nor length, from then on
-//!   (a later narrow address could not know them). Readers treat the summary as all ones
-//!   ("anything may be on this chain") and the length as unknown. 32-bit targets have no
-//!   room for either, so every word there is wide.
+//!   address takes all of bits 3..63, and there are neither tags nor length from then on
+//!   (a later narrow address could not know them). Readers treat the tags of a wide word as
+//!   all ones ("anything may be on this chain") and its length as unknown. 32-bit targets
+//!   have no room for either, so every word there is wide.
 //!
 //! # The length
 //!
@@ -27,70 +27,83 @@
 //! It lets a writer skip walks that only matter for long chains
 //! ([`HListWriter::short_len`](crate::HListWriter::short_len)).
 //!
-//! # What the summary means
+//! # Tag bits
 //!
-//! The summary is the chain user's filter, kept by writers under the chain's lock:
-//! [`HListWriter::add_summary`](crate::HListWriter::add_summary) before inserting a node, and
-//! [`HListWriter::set_summary`](crate::HListWriter::set_summary) to recompute it after
-//! removals. A reader asking [`find_summarised`](crate::HListBl::find_summarised) for a node
-//! whose bits are clear in the summary gets `None` without touching a member. Plain walks
-//! ([`iter`](crate::HListBl::iter), [`find`](crate::HListBl::find)) ignore it.
+//! [`TAG_BITS`] bits that the chain's user gives meaning to: a filter over the members, kept
+//! by writers under the chain's lock. The user gives each node a set of tags (typically one
+//! bit picked by a few bits of the node's key hash, so that a key's bit is known before any
+//! member is read). The rules:
+//!
+//! - A writer calls [`HListWriter::add_tags`](crate::HListWriter::add_tags) with a node's
+//!   tags *before* inserting it.
+//! - After removals it may call [`HListWriter::set_tags`](crate::HListWriter::set_tags) with
+//!   the union of the tags of the members left (or leave the bits: stale bits only cost a
+//!   walk). Clearing a bit that a member still carries hides that member from tagged finds.
+//! - A reader asking [`find_tagged`](crate::HListBl::find_tagged) for nodes carrying one of
+//!   `bits` gets `None` without touching a member if the head has none of them. Bits above
+//!   [`TAG_BITS`] are never kept, so a filter that names one cannot rule a chain out.
+//! - Plain walks ([`iter`](crate::HListBl::iter), [`find`](crate::HListBl::find)) ignore the
+//!   tags.
+//!
+//! With one bit per node out of 12, a chain of three members leaves at least 9 bits clear:
+//! most lookups of an absent key end at the head load.
 //!
 //! # Ordering
 //!
 //! Every head store is a Release store of the whole word and every reader's head load an
-//! Acquire load (see [`hlist`](crate::hlist)). Bits added before an insert are in the word
+//! Acquire load (see [`hlist`](crate::hlist)). Tags added before an insert are in the word
 //! that publishes the node, and in every later word until a writer clears them; so a reader
-//! whose load returns a word linking the node also sees its bits, and a reader that sees
+//! whose load returns a word linking the node also sees its tags, and a reader that sees
 //! them clear read a word older than the node: its miss is ordered before the insert.
-//! A summary recomputed after a removal is stored after the unlinking store, so a reader
-//! that sees the bit gone sees the node gone too. The length is read by writers only.
+//! Tags recomputed after a removal are stored after the unlinking store, so a reader that
+//! sees the bit gone sees the node gone too. The length is read by writers only.
 
 use crate::HLink;
 use crate::lock::BIT_LOCK;
 
-/// How many bits of summary a head word has: [`HListWriter::set_summary`] keeps the low
-/// `SUMMARY_BITS` of its argument.
+/// How many tag bits a head word has: [`HListWriter::add_tags`] and
+/// [`HListWriter::set_tags`] keep the low `TAG_BITS` of their argument.
 ///
-/// [`HListWriter::set_summary`]: crate::HListWriter::set_summary
-pub const SUMMARY_BITS: u32 = 12;
+/// [`HListWriter::add_tags`]: crate::HListWriter::add_tags
+/// [`HListWriter::set_tags`]: crate::HListWriter::set_tags
+pub const TAG_BITS: u32 = 12;
 /// The length field saturates here: a chain of `SHORT` or more members.
 pub const SHORT: usize = 15;
 
-/// Bit 1: the address uses the high bits; the word has no summary and no length.
+/// Bit 1: the address uses the high bits; the word has no tags and no length.
 const WIDE: usize = 2;
-/// The bits that are neither address, length nor summary.
+/// The bits that are neither address, length nor tags.
 const FLAGS: usize = BIT_LOCK | WIDE;
-/// Where the length starts; the summary follows it.
+/// Where the length starts; the tags follow it.
 const LENGTH_SHIFT: u32 = 48;
-const SUMMARY_SHIFT: u32 = LENGTH_SHIFT + 4;
-/// Every summary bit: the summary of a wide word, and the mask of a narrow one.
-pub(crate) const ALL: u16 = (1 << SUMMARY_BITS) - 1;
+const TAG_SHIFT: u32 = LENGTH_SHIFT + 4;
+/// Every tag bit: the tags of a wide word, and the mask of a narrow one.
+pub(crate) const ALL: u16 = (1 << TAG_BITS) - 1;
 
 /// A head word taken apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Parts {
     /// The first link (null: empty).
     pub(crate) first: *const HLink,
-    /// The summary: all ones when the word is wide.
-    pub(crate) summary: u16,
+    /// The tag bits: all ones when the word is wide.
+    pub(crate) tags: u16,
     /// The length, `None` when the word is wide.
     pub(crate) len: Option<usize>,
 }
 
-/// Whether `address` fits under the length and the summary.
+/// Whether `address` fits under the length and the tags.
 fn narrow(address: usize) -> bool {
     usize::BITS == 64 && (address as u64) >> LENGTH_SHIFT == 0
 }
 
-/// The head word holding `parts` and `lock` (0 or the lock bit); wide, losing the summary
+/// The head word holding `parts` and `lock` (0 or the lock bit); wide, losing the tags
 /// and the length, if the address needs the high bits.
 pub(crate) fn compose(parts: Parts, lock: usize) -> usize {
     let address = parts.first.expose_provenance();
     debug_assert_eq!(address & FLAGS, 0, "links are word-aligned");
     match parts.len {
         Some(len) if narrow(address) => {
-            let high = (u64::from(parts.summary & ALL) << SUMMARY_SHIFT)
+            let high = (u64::from(parts.tags & ALL) << TAG_SHIFT)
                 | ((len.min(SHORT) as u64) << LENGTH_SHIFT);
             address | high as usize | lock
         }
@@ -102,13 +115,13 @@ pub(crate) fn compose(parts: Parts, lock: usize) -> usize {
 pub(crate) fn parts_of(word: usize) -> Parts {
     if word & WIDE != 0 {
         let first = std::ptr::with_exposed_provenance(word & !FLAGS);
-        return Parts { first, summary: ALL, len: None };
+        return Parts { first, tags: ALL, len: None };
     }
     let word = word as u64;
     let address = (word & ((1 << LENGTH_SHIFT) - 1)) as usize & !FLAGS;
     Parts {
         first: std::ptr::with_exposed_provenance(address),
-        summary: (word >> SUMMARY_SHIFT) as u16,
+        tags: (word >> TAG_SHIFT) as u16,
         len: Some((word >> LENGTH_SHIFT) as usize & SHORT),
     }
 }
@@ -127,15 +140,15 @@ mod tests {
         let link = Box::new(HLink::new());
         let first: *const HLink = &*link;
         assert!(narrow(first.addr()), "a heap address below 2^48");
-        for (summary, len, lock) in [(0, 0, 0), (0x801, 3, BIT_LOCK), (ALL, SHORT, 0)] {
-            let parts = Parts { first, summary, len: Some(len) };
+        for (tags, len, lock) in [(0, 0, 0), (0x801, 3, BIT_LOCK), (ALL, SHORT, 0)] {
+            let parts = Parts { first, tags, len: Some(len) };
             let word = compose(parts, lock);
             assert_eq!((parts_of(word), word & BIT_LOCK), (parts, lock));
         }
-        // Bits past the summary's width and lengths past SHORT are clipped.
-        let clipped = parts_of(compose(Parts { first, summary: 0xf001, len: Some(40) }, 0));
-        assert_eq!((clipped.summary, clipped.len), (0x001, Some(SHORT)));
-        let empty = Parts { first: std::ptr::null(), summary: 7, len: Some(0) };
+        // Bits past the tags' width and lengths past SHORT are clipped.
+        let clipped = parts_of(compose(Parts { first, tags: 0xf001, len: Some(40) }, 0));
+        assert_eq!((clipped.tags, clipped.len), (0x001, Some(SHORT)));
+        let empty = Parts { first: std::ptr::null(), tags: 7, len: Some(0) };
         assert_eq!(parts_of(compose(empty, BIT_LOCK)), empty);
     }
 
@@ -143,8 +156,8 @@ mod tests {
     #[cfg(target_pointer_width = "64")]
     fn a_high_address_makes_the_word_wide() {
         let high: *const HLink = std::ptr::without_provenance(0x00ff_0000_0000_1000);
-        let word = compose(Parts { first: high, summary: 0x0004, len: Some(2) }, BIT_LOCK);
-        let wide = Parts { first: high, summary: ALL, len: None };
+        let word = compose(Parts { first: high, tags: 0x0004, len: Some(2) }, BIT_LOCK);
+        let wide = Parts { first: high, tags: ALL, len: None };
         assert_eq!(parts_of(word), wide, "no room: anything may be there, length unknown");
         assert_eq!(word & BIT_LOCK, BIT_LOCK);
     }

@@ -3,9 +3,9 @@
 //! # Rules
 //!
 //! - **Shape.** The head word holds the address of the first link (null when empty), with a
-//!   short chain's length and the user's summary of its members in the high bits (see
-//!   [`crate::head`]); each link's `next` points at the following one, the last is null. There are no back pointers: a table of
-//!   heads costs one word per bucket, and a writer finds a node's predecessor by walking the
+//!   short chain's length and the user's tag bits in the high bits (see [`crate::head`]);
+//!   each link's `next` points at the following one, the last is null. There are no back
+//!   pointers: a table of heads costs one word per bucket, and a writer finds a node's predecessor by walking the
 //!   chain from the head. Hash chains are short (a few entries per bucket), so that walk is the
 //!   price of the one-word head, and it doubles as the proof that the node is on this chain.
 //! - **Lock.** [`HList`] is serialised by a lock the caller holds ([`HList::writer_unchecked`])
@@ -36,7 +36,7 @@
 //!
 //! Hash chains have no moves. Moving an entry to another bucket (a rename) is remove + insert:
 //! a reader standing on it then continues into the other bucket's chain and may miss the rest of
-//! its own. Callers validate such lookups with their own sequence count (as the dentry cache
+//! its own. Callers validate such lookups with their own sequence count (as a dentry cache
 //! does with its rename sequence), or wait a grace period between the two steps.
 
 use std::fmt;
@@ -110,7 +110,7 @@ impl fmt::Debug for HLink {
     }
 }
 
-/// The head word: the first link, the [`HListBl`] lock and the summary (see [`crate::head`]).
+/// The head word: the first link, the [`HListBl`] lock and the tags (see [`crate::head`]).
 struct RawHead<A: Adapter<Link = HLink>> {
     word: AtomicUsize,
     _adapter: PhantomData<fn() -> A>,
@@ -132,15 +132,15 @@ impl<A: Adapter<Link = HLink>> RawHead<A> {
         HIter { next: first, _list: PhantomData }
     }
 
-    /// [`iter`](Self::iter), or an empty walk if `bits` are clear in the summary read with
-    /// the first link (one load: see [`crate::head`]).
-    fn iter_summarised<'g>(&'g self, guard: &'g Guard, bits: u16) -> HIter<'g, A> {
+    /// [`iter`](Self::iter), or an empty walk if `bits` are clear in the tags read with the
+    /// first link (one load: see [`crate::head`]).
+    fn iter_tagged<'g>(&'g self, guard: &'g Guard, bits: u16) -> HIter<'g, A> {
         check_guard(guard);
         // Acquire: as in `iter`.
         let head = parts_of(self.word.load(Ordering::Acquire));
-        // Bits above the summary's are never kept (`add_summary` drops them): a filter that
-        // asks for one of them cannot rule the chain out.
-        let ruled_out = head.summary & bits == 0 && bits & !head::ALL == 0;
+        // Bits above `TAG_BITS` are never kept (`add_tags` drops them): a filter that asks
+        // for one of them cannot rule the chain out.
+        let ruled_out = head.tags & bits == 0 && bits & !head::ALL == 0;
         let first = if ruled_out { ptr::null() } else { head.first };
         HIter { next: first, _list: PhantomData }
     }
@@ -197,32 +197,32 @@ macro_rules! reader_api {
             find_owned_in(self.raw.iter(guard), guard, pred)
         }
 
-        /// [`find`](Self::find) among nodes whose summary bits include some of `bits`: if
-        /// the chain's summary has none of them, `None` without reading a member. Sound only
-        /// if writers add each node's bits before inserting it (see [`crate::head`]).
+        /// [`find`](Self::find) among nodes tagged with some of `bits`: if the chain's tags
+        /// have none of them, `None` without reading a member. Sound only if writers add each
+        /// node's tags before inserting it (see [`crate::head`], Tag bits).
         ///
         /// Always inlined, so the predicate is compiled into the walk of the chain rather than
         /// reached through a closure kept on the stack: a hash-table lookup is this call and
-        /// little else (`udcache-neghash`'s lookups use it on every path-walk step).
+        /// little else.
         #[inline(always)]
-        pub fn find_summarised<'g>(
+        pub fn find_tagged<'g>(
             &'g self,
             guard: &'g Guard,
             bits: u16,
             mut pred: impl FnMut(&A::Value) -> bool,
         ) -> Option<&'g A::Value> {
-            self.raw.iter_summarised(guard, bits).find(|v| pred(v))
+            self.raw.iter_tagged(guard, bits).find(|v| pred(v))
         }
 
-        /// [`find_owned`](Self::find_owned) behind the summary, as
-        /// [`find_summarised`](Self::find_summarised).
-        pub fn find_owned_summarised(
+        /// [`find_owned`](Self::find_owned) behind the tags, as
+        /// [`find_tagged`](Self::find_tagged).
+        pub fn find_owned_tagged(
             &self,
             guard: &Guard,
             bits: u16,
             pred: impl FnMut(&A::Value) -> bool,
         ) -> Option<A::Pointer> {
-            find_owned_in(self.raw.iter_summarised(guard, bits), guard, pred)
+            find_owned_in(self.raw.iter_tagged(guard, bits), guard, pred)
         }
     };
 }
@@ -273,7 +273,7 @@ impl<A: Adapter<Link = HLink>> HList<A> {
 
     /// Writer access through exclusive access.
     pub fn get_mut(&mut self) -> HListWriter<'_, A> {
-        HListWriter { raw: &self.raw, tag: 0 }
+        HListWriter { raw: &self.raw, lock_bit: 0 }
     }
 
     /// Writer access for a caller that serialises this chain's writers with its own lock.
@@ -282,7 +282,7 @@ impl<A: Adapter<Link = HLink>> HList<A> {
     ///
     /// While the returned writer lives, no other [`HListWriter`] of this chain exists.
     pub unsafe fn writer_unchecked(&self) -> HListWriter<'_, A> {
-        HListWriter { raw: &self.raw, tag: 0 }
+        HListWriter { raw: &self.raw, lock_bit: 0 }
     }
 }
 
@@ -320,7 +320,7 @@ impl<A: Adapter<Link = HLink>> HListBl<A> {
     /// Takes the bit lock; the writer releases it when dropped.
     pub fn lock(&self) -> HListWriter<'_, A> {
         bit_lock(&self.raw.word);
-        HListWriter { raw: &self.raw, tag: BIT_LOCK }
+        HListWriter { raw: &self.raw, lock_bit: BIT_LOCK }
     }
 
     /// Whether the bit lock is held (a racy snapshot).
@@ -362,7 +362,7 @@ pub struct HListWriter<'l, A: Adapter<Link = HLink>> {
     raw: &'l RawHead<A>,
     /// `BIT_LOCK` while this writer holds an [`HListBl`]'s bit lock (kept in every head store
     /// and released on drop), 0 for an [`HList`].
-    tag: usize,
+    lock_bit: usize,
 }
 
 impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
@@ -393,7 +393,7 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
 
     /// Stores the head word, with the lock bit if this writer holds it. Release: see `store`.
     fn store_head(&self, head: Parts) {
-        self.raw.word.store(compose(head, self.tag), Ordering::Release);
+        self.raw.word.store(compose(head, self.lock_bit), Ordering::Release);
     }
 
     /// Counts a member linked (`true`) or unlinked into the head word's length. Unlinking
@@ -426,27 +426,28 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
         self.head().len.filter(|&n| n < SHORT)
     }
 
-    /// The chain's summary: its low [`head::SUMMARY_BITS`] bits, all
-    /// ones if the head word is wide (see [`crate::head`]).
-    pub fn summary(&self) -> u16 {
-        self.head().summary
+    /// The chain's tag bits (the low [`head::TAG_BITS`] bits), all ones if the head word is
+    /// wide (see [`crate::head`]).
+    pub fn tags(&self) -> u16 {
+        self.head().tags
     }
 
-    /// Adds `bits` to the summary. Call it before inserting a node they describe, so that no
-    /// reader of [`find_summarised`](HListBl::find_summarised) can see the node without them.
-    pub fn add_summary(&mut self, bits: u16) {
+    /// Adds `bits` (their low [`head::TAG_BITS`]) to the chain's tags. Call it before inserting
+    /// a node they describe, so that no reader of [`find_tagged`](HListBl::find_tagged) can
+    /// see the node without them.
+    pub fn add_tags(&mut self, bits: u16) {
         let head = self.head();
         let bits = bits & head::ALL;
-        if head.summary & bits != bits {
-            self.store_head(Parts { summary: head.summary | bits, ..head });
+        if head.tags & bits != bits {
+            self.store_head(Parts { tags: head.tags | bits, ..head });
         }
     }
 
-    /// Replaces the summary (its low [`head::SUMMARY_BITS`] bits),
-    /// typically with the union of the bits of the nodes left after a removal. Clearing bits
-    /// of a node still on the chain hides it from summarised finds.
-    pub fn set_summary(&mut self, summary: u16) {
-        self.store_head(Parts { summary, ..self.head() });
+    /// Replaces the chain's tags (with the low [`head::TAG_BITS`] bits of `tags`), typically
+    /// with the union of the tags of the nodes left after a removal. Clearing a bit of a node
+    /// still on the chain hides it from tagged finds.
+    pub fn set_tags(&mut self, tags: u16) {
+        self.store_head(Parts { tags, ..self.head() });
     }
 
     /// The slot pointing at `node`'s link, found by walking: `None` if not on this chain.
@@ -604,7 +605,7 @@ impl<'l, A: Adapter<Link = HLink>> HListWriter<'l, A> {
 
 impl<A: Adapter<Link = HLink>> Drop for HListWriter<'_, A> {
     fn drop(&mut self) {
-        if self.tag == BIT_LOCK {
+        if self.lock_bit == BIT_LOCK {
             bit_unlock(&self.raw.word);
         }
     }
@@ -612,7 +613,7 @@ impl<A: Adapter<Link = HLink>> Drop for HListWriter<'_, A> {
 
 impl<A: Adapter<Link = HLink>> fmt::Debug for HListWriter<'_, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HListWriter").field("bit_locked", &(self.tag == BIT_LOCK)).finish()
+        f.debug_struct("HListWriter").field("bit_locked", &(self.lock_bit == BIT_LOCK)).finish()
     }
 }
 

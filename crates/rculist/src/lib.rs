@@ -2,13 +2,12 @@
 //!
 //! ## The problem
 //!
-//! A directory-entry cache keeps every entry on several lists at once: its hash chain (lookups),
-//! its parent's children (directory walks, invalidation) and an LRU (reclaim). Lookups dominate:
-//! in the NFS RCU-walk thread (seed 002) a `make -j 40` whose compilers probe 50 empty `-I`
-//! directories ran at half the speed of `make -j 5` while lookups took locks, and about 3x
-//! faster once they walked without them. The poisoning thread (seed 000) adds that a
-//! directory's child list may hold 24M negative entries, so walkers of the positive children
-//! must not have to step over them (0.5 s per inotify walk before, 10 µs after).
+//! A cache of named objects keeps every object on several lists at once: a hash chain
+//! (lookups), its group's list (walks of a directory's children, invalidation) and an LRU
+//! (reclaim). Lookups dominate, and many threads make them at once: if a lookup takes a lock,
+//! the lock's cache line bounces between cores and adding threads makes every lookup slower.
+//! A group's list may also hold many members that most walkers do not want (negative entries
+//! among a directory's children), and walkers should not have to step over them.
 //!
 //! ## The mechanism
 //!
@@ -20,13 +19,12 @@
 //!   adapter's pointer type ([`Adapter::Pointer`], a [`NodePtr`]): an `Arc` by default (one
 //!   strong count per list), or any type that keeps the [`NodePtr`] contract, for example a
 //!   counted handle to a pooled object (`adapter!(A = Node { link: Link }, pointer = Ptr)`).
-//!   udcache's name table keeps its entries in a `udcache-gp` pool this way. See
-//!   [`pointer`](mod@pointer).
+//!   See [`pointer`](mod@pointer).
 //! - **Readers** pin a crossbeam-epoch [`Guard`](epoch::Guard) and walk with [`List::iter`],
 //!   [`HList::iter`]/[`HListBl::find`] etc. They take no lock and store nothing: one Acquire load
 //!   per step. What they get is bound to the guard's lifetime.
 //! - **Writers** are serialised by a lock and prove it by holding a writer value
-//!   ([`ListWriter`], [`HListWriter`], [`ChildWriter`]); every operation that changes a list is a
+//!   ([`ListWriter`], [`HListWriter`], [`SplitWriter`]); every operation that changes a list is a
 //!   method of it. Writers publish a node with a Release store of the pointer to it, having set
 //!   its own `next` first. Removal unlinks the node from its neighbours and leaves its `next`,
 //!   so a reader standing on it walks on.
@@ -44,19 +42,19 @@
 //!   with `remove_current`.
 //! - [`HList`]: a hash chain with a one-word head; [`HListBl`]: the same head word also carries
 //!   the writer lock in bit 0, so a locked bucket costs one word. The head word's top bits
-//!   hold a summary ([`head::SUMMARY_BITS`] of them) the user keeps of its nodes' hashes, so a
-//!   lookup of an absent key can often answer from the head alone
-//!   ([`HListBl::find_summarised`]; see [`head`]).
+//!   are tag bits ([`head::TAG_BITS`] of them): a filter the user keeps over its nodes (say,
+//!   one bit per node picked by its key's hash), so a lookup of an absent key can often
+//!   answer from the head alone ([`HListBl::find_tagged`]; see [`head`]).
 //! - [`BareList`]: doubly linked like [`List`], for lists only lock holders touch (an LRU):
 //!   no lockless readers, so removals hand the reference back at once, and a [`BareLink`] is
 //!   two words (no owner id; removing a node is `unsafe`: the caller vouches for its list).
 //!   `push_back`, `pop_front`, `remove`.
-//! - [`ChildList`]: a directory's children, positive entries first, as two lists under one lock
-//!   (why: see [`child`]).
+//! - [`SplitList`]: one list in two parts under one lock, walked first part then second (for
+//!   example a directory's children, positive entries first: see [`split`]).
 //!
 //! ## What readers may assume
 //!
-//! Stated per operation in [`list`], [`hlist`] and [`child`]. In short: a node on the list for
+//! Stated per operation in [`list`], [`hlist`] and [`split`]. In short: a node on the list for
 //! the whole walk is seen exactly once; an inserted or removed node at most once; a removed node
 //! is never freed under a reader; a node moved within a list may be seen twice
 //! (`move_to_back`) or missed (`move_to_front`), and a reader standing on it follows it. Moves
@@ -73,9 +71,9 @@
 //! - Nodes live wherever the adapter's [`NodePtr`] puts them, and cost what it costs. By
 //!   default that is an `Arc`: 16 bytes of header. With tiny payloads this doubles the
 //!   footprint of a node against intrusive-collections' `Box` nodes, which shows when a list
-//!   outgrows L1 (see `benches/rculist.rs`); with dentry-sized nodes the walks cost the same.
-//!   A pool handle (how udcache's name table keeps its entries in a `udcache-gp` pool) trades
-//!   the allocator for the pool's reuse after a grace period; the lists are the same code
+//!   outgrows L1 (see `benches/rculist.rs`); with nodes of a few cache lines the walks cost
+//!   the same. A pool handle (say, to an object in a `udcache-gp` pool) trades the allocator
+//!   for the pool's reuse after a grace period; the lists are the same code
 //!   either way, and readers never touch the pointer's count.
 //!
 //! ## Example
@@ -139,7 +137,6 @@ macro_rules! insert_beside_api {
 
 mod adapter;
 pub mod bare;
-pub mod child;
 pub mod head;
 pub mod hlist;
 pub mod list;
@@ -147,6 +144,7 @@ mod lock;
 pub mod pointer;
 mod retire;
 mod seq;
+pub mod split;
 mod sync;
 mod walk;
 
@@ -154,11 +152,11 @@ pub use crossbeam_epoch as epoch;
 
 pub use adapter::Adapter;
 pub use bare::{BareLink, BareList, BareWriter};
-pub use child::{AllIter, ChildList, ChildWriter};
 pub use hlist::{HCursorMut, HIter, HLink, HList, HListBl, HListWriter};
 pub use list::{CursorMut, End, Iter, Link, List, ListWriter};
 pub use pointer::NodePtr;
 pub use retire::{Refused, Unlinked};
+pub use split::{SplitIter, SplitList, SplitWriter};
 
 /// A fresh list id for [`Link`] owner words (0 means "on no list").
 ///

@@ -109,7 +109,7 @@ pub enum End {
     Back,
 }
 
-/// The list proper, without a lock: shared by [`List`] and [`ChildList`](crate::ChildList).
+/// The list proper, without a lock: shared by [`List`] and [`SplitList`](crate::SplitList).
 pub(crate) struct RawList<A: Adapter<Link = Link>> {
     head: AtomicPtr<Link>,
     tail: AtomicPtr<Link>,
@@ -424,7 +424,7 @@ pub struct ListWriter<'l, A: Adapter<Link = Link>> {
 }
 
 impl<'l, A: Adapter<Link = Link>> ListWriter<'l, A> {
-    /// A writer over a lock the caller holds (used by [`ChildList`](crate::ChildList)).
+    /// A writer over a lock the caller holds (used by [`SplitList`](crate::SplitList)).
     pub(crate) fn over(raw: &'l RawList<A>) -> Self {
         Self { raw, _held: Held::external() }
     }

@@ -1,5 +1,5 @@
 //! The writer-side locks: a one-byte spin lock for [`List`](crate::List) and
-//! [`ChildList`](crate::ChildList), and the low-bit lock of an [`HListBl`](crate::HListBl) head.
+//! [`SplitList`](crate::SplitList), and the low-bit lock of an [`HListBl`](crate::HListBl) head.
 //!
 //! Both are held for a handful of pointer stores, so spinning (then yielding) is cheaper than
 //! parking. Readers never take either lock.

@@ -12,8 +12,8 @@
 //! [`adapter!`](macro@crate::adapter) picks `Arc<Node>` unless told otherwise with
 //! `adapter!(Name = Node { field: Link }, pointer = MyPtr<Node>)`. Any type that upholds the
 //! [`NodePtr`] contract will do, for example a counted handle to an object that lives in a pool
-//! and goes back to the pool when the last handle is dropped (udcache's name table keeps its
-//! entries in a `udcache-gp` pool this way).
+//! and goes back to the pool when the last handle is dropped (a `udcache-gp` pool's objects,
+//! for example).
 //!
 //! # Why the grace period is the list's business, not the pointer's
 //!

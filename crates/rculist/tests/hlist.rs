@@ -3,7 +3,7 @@
 mod common;
 
 use common::{AAdapter, HAdapter, node, wait_released};
-use udcache_rculist::head::{SHORT, SUMMARY_BITS};
+use udcache_rculist::head::{SHORT, TAG_BITS};
 use udcache_rculist::{HLink, HList, HListBl, List, epoch};
 
 fn values(chain: &HListBl<HAdapter>) -> Vec<u32> {
@@ -179,39 +179,39 @@ fn bit(v: u32) -> u16 {
 fn summarised_finds_skip_chains_without_the_bit_and_survive_every_head_store() {
     let chain = HListBl::<HAdapter>::new();
     let guard = epoch::pin();
-    let find = |v: u32| chain.find_summarised(&guard, bit(v), |n| n.v == v).map(|n| n.v);
+    let find = |v: u32| chain.find_tagged(&guard, bit(v), |n| n.v == v).map(|n| n.v);
     let (n1, n2, n17) = (node(1), node(2), node(17));
     {
         let mut w = chain.lock();
-        assert_eq!(w.summary(), 0);
+        assert_eq!(w.tags(), 0);
         for n in [&n1, &n2, &n17] {
-            w.add_summary(bit(n.v));
+            w.add_tags(bit(n.v));
             w.push_front(n.clone()).unwrap();
         }
         // Bits stay through pushes, the lock bit, and stores of the head by removals.
-        assert_eq!((w.summary(), w.short_len()), (bit(1) | bit(2), Some(3)));
+        assert_eq!((w.tags(), w.short_len()), (bit(1) | bit(2), Some(3)));
         drop(w.remove(&n2).unwrap());
         assert_eq!(w.short_len(), Some(2));
-        // Only the low SUMMARY_BITS are kept.
-        w.add_summary(1 << 15);
-        assert_eq!(w.summary(), bit(1) | bit(2));
+        // Only the low TAG_BITS are kept.
+        w.add_tags(1 << 15);
+        assert_eq!(w.tags(), bit(1) | bit(2));
     }
     assert!(!chain.is_locked());
-    assert_eq!(chain.lock().summary(), bit(1) | bit(2), "a removal leaves the bits to the user");
+    assert_eq!(chain.lock().tags(), bit(1) | bit(2), "a removal leaves the bits to the user");
     assert_eq!((find(1), find(17), find(2)), (Some(1), Some(17), None));
     // A plain find ignores the summary; a summarised one trusts it, even when it is wrong.
-    chain.lock().set_summary(bit(2));
+    chain.lock().set_tags(bit(2));
     assert_eq!(chain.find(&guard, |n| n.v == 1).map(|n| n.v), Some(1));
     assert_eq!(find(1), None);
-    assert!(chain.find_owned_summarised(&guard, bit(1), |n| n.v == 1).is_none());
-    chain.lock().set_summary(bit(1));
-    assert_eq!(chain.find_owned_summarised(&guard, bit(17), |n| n.v == 17).map(|n| n.v), Some(17));
+    assert!(chain.find_owned_tagged(&guard, bit(1), |n| n.v == 1).is_none());
+    chain.lock().set_tags(bit(1));
+    assert_eq!(chain.find_owned_tagged(&guard, bit(17), |n| n.v == 17).map(|n| n.v), Some(17));
     // An emptied chain keeps whatever summary it was given; it reads as empty all the same.
     {
         let mut w = chain.lock();
         drop(w.remove(&n1).unwrap());
         drop(w.remove(&n17).unwrap());
-        w.set_summary(0);
+        w.set_tags(0);
     }
     assert!(chain.is_empty() && values(&chain).is_empty());
 }
@@ -243,17 +243,17 @@ fn short_len_counts_members_until_the_chain_is_long() {
     assert_eq!(w.short_len(), Some(1));
 }
 
-/// A filter bit above the summary's (which `add_summary` does not keep) cannot rule a chain
+/// A filter bit above the summary's (which `add_tags` does not keep) cannot rule a chain
 /// out: the summarised find used to answer `None` for a node on the chain.
 #[test]
 fn a_filter_bit_the_summary_does_not_keep_never_hides_a_node() {
     let chain = HListBl::<HAdapter>::new();
-    let bit: u16 = 1 << SUMMARY_BITS;
+    let bit: u16 = 1 << TAG_BITS;
     {
         let mut w = chain.lock();
-        w.add_summary(bit);
+        w.add_tags(bit);
         w.push_front(node(13)).unwrap();
     }
     let guard = epoch::pin();
-    assert!(chain.find_summarised(&guard, bit, |x| x.v == 13).is_some());
+    assert!(chain.find_tagged(&guard, bit, |x| x.v == 13).is_some());
 }

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use udcache_rculist::{BareLink, BareList, ChildList, HLink, HListBl, Link, List, adapter, epoch};
+use udcache_rculist::{BareLink, BareList, HLink, HListBl, Link, List, SplitList, adapter, epoch};
 
 /// Freed flags live outside the nodes so a reader can check them by id.
 type Freed = Arc<Vec<AtomicBool>>;
@@ -263,21 +263,21 @@ fn walk_of_a_list_vs_splicing_it_away() {
     });
 }
 
-/// Walk of all children vs `make_negative(0)` on positives 0, 1: node 0 is seen at most twice
+/// Walk of all children vs `move_to_second(0)` on positives 0, 1: node 0 is seen at most twice
 /// (twice if the walk had passed it, never if it passed its old place between the unlink and
 /// the relink); node 1 is seen exactly once unless the reader stood on 0 when it moved (it then
 /// continues into the negatives and misses 1); a valid walk sees each exactly once.
 #[test]
-fn child_walk_vs_make_negative() {
+fn child_walk_vs_move_to_second() {
     model(|| {
         let (freed, ns) = nodes(2);
-        let dir = Arc::new(ChildList::<LA>::new());
+        let dir = Arc::new(SplitList::<LA>::new());
         for n in &ns {
-            dir.lock().positive().push_back(n.clone()).unwrap();
+            dir.lock().first().push_back(n.clone()).unwrap();
         }
         let writer = {
             let (dir, moved) = (dir.clone(), ns[0].clone());
-            loom::thread::spawn(move || assert!(dir.lock().make_negative(&moved)))
+            loom::thread::spawn(move || assert!(dir.lock().move_to_second(&moved)))
         };
         let guard = epoch::pin();
         loom::thread::yield_now(); // as in `walk`
@@ -382,14 +382,14 @@ fn summarised_lookup_vs_insert_remove() {
                 let guard = epoch::pin();
                 for n in [&n0, &n1] {
                     let mut w = bucket.lock();
-                    w.add_summary(bit(n.id));
+                    w.add_tags(bit(n.id));
                     w.push_front(n.clone()).unwrap();
                 }
                 removing.store(true, Ordering::SeqCst);
                 let gone = {
                     let mut w = bucket.lock();
                     let gone = w.remove(&n0).unwrap();
-                    w.set_summary(bit(1));
+                    w.set_tags(bit(1));
                     gone
                 };
                 drop(n0);
@@ -400,7 +400,7 @@ fn summarised_lookup_vs_insert_remove() {
         };
         let find = |id: usize| {
             let guard = epoch::pin();
-            let found = bucket.find_summarised(&guard, bit(id), |n| n.id == id);
+            let found = bucket.find_tagged(&guard, bit(id), |n| n.id == id);
             if let Some(n) = found {
                 assert!(!freed[n.id].load(Ordering::SeqCst), "entry {} freed under a reader", n.id);
             }

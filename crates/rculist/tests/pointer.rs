@@ -189,7 +189,7 @@ fn hlist_find_owned_adds_a_count() {
     {
         let mut w = bucket.lock();
         // The summary bit first, as summarised finds need.
-        w.add_summary(1);
+        w.add_tags(1);
         w.push_front(n.clone()).unwrap();
         w.push_front(NodeRef::new(8, &f)).unwrap();
     }
@@ -200,7 +200,7 @@ fn hlist_find_owned_adds_a_count() {
     let owned: NodeRef = bucket.find_owned(&guard, |x| x.v == 7).unwrap();
     assert!(owned.same(&n));
     assert_eq!(n.refs(), 3);
-    let summarised = bucket.find_owned_summarised(&guard, 1, |x| x.v == 7);
+    let summarised = bucket.find_owned_tagged(&guard, 1, |x| x.v == 7);
     assert!(summarised.is_some_and(|s| s.same(&n)));
     assert_eq!(n.refs(), 3, "the summarised reference was dropped");
     assert!(bucket.find_owned(&guard, |x| x.v == 9).is_none());

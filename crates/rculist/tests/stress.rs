@@ -7,7 +7,7 @@
 //!   reports `valid()`, or that no move overlapped (counted by the test itself, around every
 //!   move), must see each exactly once, in order; any other walk of a [`List`] must see each at
 //!   most once plus once more per move that overlapped it (a reader standing on a node moved
-//!   to the front walks the list again). A [`ChildList`] walk sees each at most once, in order,
+//!   to the front walks the list again). A [`SplitList`] walk sees each at most once, in order,
 //!   whatever moved (a reader standing on an entry that changes sides only misses the rest).
 //! - Churn nodes are inserted, removed, replaced and moved; a removed node is reinserted only
 //!   after its grace period (when the list's reference is gone), or dropped and replaced by a
@@ -24,7 +24,7 @@ use std::thread;
 use std::time::Duration;
 
 use udcache_rculist::epoch::Guard;
-use udcache_rculist::{ChildList, HLink, HListBl, Link, List, adapter, epoch};
+use udcache_rculist::{HLink, HListBl, Link, List, SplitList, adapter, epoch};
 
 /// Ids in use at once: the stable and churn nodes, and the dropped ones whose grace period has
 /// not ended (up to about 200,000 seen where readers stay pinned long on a loaded machine).
@@ -314,7 +314,7 @@ fn stable_ids(seen: &[(usize, u64)]) -> Vec<usize> {
     seen.iter().map(|&(id, _)| id).filter(|&id| id < STABLE).collect()
 }
 
-/// A [`ChildList`] walk's stable nodes: at most once each and in order, whatever moved (a
+/// A [`SplitList`] walk's stable nodes: at most once each and in order, whatever moved (a
 /// reader standing on an entry that changes sides only misses the positives after it); all of
 /// them if no move overlapped the walk or it reports `valid()`.
 fn check_child_walk(what: &str, seen: &[(usize, u64)], valid: bool, overlapping: u64) {
@@ -456,9 +456,9 @@ fn chain_lookups_vs_churning_writers() {
 #[test]
 fn child_list_walks_vs_sign_changes() {
     let ids = Ids::new();
-    let dir = ChildList::<LA>::new();
+    let dir = SplitList::<LA>::new();
     for k in 0..STABLE {
-        dir.lock().positive().push_back(fresh(&ids, k).unwrap()).unwrap();
+        dir.lock().first().push_back(fresh(&ids, k).unwrap()).unwrap();
     }
     race(
         "child stress",
@@ -470,16 +470,16 @@ fn child_list_walks_vs_sign_changes() {
             let settled = churn.settled(i);
             let node = churn.nodes[i].clone();
             let mut w = dir.lock();
-            if w.positive().contains(&node) {
-                assert!(moves.run(|| w.make_negative(&node)));
-            } else if w.negative().contains(&node) {
+            if w.first().contains(&node) {
+                assert!(moves.run(|| w.move_to_second(&node)));
+            } else if w.second().contains(&node) {
                 if rng.below(2) == 0 {
-                    assert!(moves.run(|| w.make_positive(&node)));
+                    assert!(moves.run(|| w.move_to_first(&node)));
                 } else {
                     w.remove(&node).unwrap().retire(guard);
                 }
             } else if settled {
-                w.positive().push_front(node).unwrap();
+                w.first().push_front(node).unwrap();
             } else {
                 drop(w);
                 churn.maybe_renew(i, rng, ids);
@@ -493,7 +493,7 @@ fn child_list_walks_vs_sign_changes() {
             let valid = it.valid();
             check_child_walk("all children", &seen, valid, moves.overlapping(before));
             let before = moves.before_walk();
-            let mut pos = dir.iter_positive(&guard);
+            let mut pos = dir.iter_first(&guard);
             let seen: Vec<_> = pos.by_ref().map(|n| n.tag()).collect();
             seen.iter().for_each(|&tag| ids.check(tag));
             check_child_walk("the positives", &seen, pos.valid(), moves.overlapping(before));

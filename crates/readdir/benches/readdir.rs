@@ -3,25 +3,24 @@
 //! - `resume_at_cookie/index`: `DirCache::read(cookie, 128)` at a random cookie of a cached
 //!   100,000-entry directory with hashed cookies: one index lookup.
 //! - `resume_at_cookie/linear_search`: the same answer found by scanning the cached entries from
-//!   cookie 0, as 001's unpatched cache did: O(n) per call.
+//!   cookie 0, as a cache without an index must: O(n) per call.
 //! - `sequential_listing/index`: a whole pass, 128 entries per call, from the cache.
 //! - `sequential_listing/backend`: the same pass straight from the in-memory reference backend
 //!   (no cache; a floor, since a real backend has latency this one lacks).
 
 use std::hint::black_box;
-use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use udcache_readdir::reference::{CookieStyle, MemDir};
-use udcache_readdir::{Backend, DirCache, Entry, ReaddirCache};
+use udcache_readdir::{Backend, Config, DirCache, Entry, ReaddirCache};
 
 const N: u64 = 100_000;
 const GETDENTS: usize = 128;
 
 fn cached_dir() -> (DirCache<MemDir>, Vec<Entry>) {
     let cache =
-        ReaddirCache::new(NonZeroUsize::new(4096).unwrap(), NonZeroUsize::new(512).unwrap());
+        ReaddirCache::with_config(Config::default().with_budget_pages(4096).with_page_entries(512));
     let dir = cache.dir(MemDir::with_entries(CookieStyle::Hashed, N, 0..N));
     let mut all = Vec::new();
     let mut c = dir.cursor();

@@ -38,7 +38,7 @@ pub enum FillError {
 /// the one call in flight.
 ///
 /// ```
-/// use udcache_readdir::{Backend, Entry, Fill, FillError, Verifier};
+/// use udcache_readdir::{Backend, DType, Entry, Fill, FillError, Verifier};
 ///
 /// /// Three fixed entries with cookies 1, 2, 3.
 /// struct Three;
@@ -49,10 +49,10 @@ pub enum FillError {
 ///         }
 ///         let entries: Vec<Entry> = (cookie + 1..=3)
 ///             .take(max)
-///             .map(|c| Entry::new(format!("f{c}"), 100 + c, 8, c))
+///             .map(|c| Entry::new(format!("f{c}"), 100 + c, DType::REG, c))
 ///             .collect();
 ///         let eof = entries.last().is_none_or(|e| e.cookie == 3);
-///         Ok(Fill { entries, eof, verifier: Verifier(1) })
+///         Ok(Fill { entries, eof, verifier: Verifier::new(1) })
 ///     }
 /// }
 /// assert_eq!(Three.fill(1, 10).unwrap().entries.len(), 2);

@@ -152,12 +152,12 @@ impl Shared {
 /// A snapshot of a cache's counters.
 ///
 /// ```
-/// use std::num::NonZeroUsize;
-/// use udcache_readdir::ReaddirCache;
-/// let cache = ReaddirCache::new(NonZeroUsize::new(8).unwrap(), NonZeroUsize::new(4).unwrap());
+/// use udcache_readdir::{Config, ReaddirCache};
+/// let cache = ReaddirCache::with_config(Config::default().with_budget_pages(8).with_page_entries(4));
 /// let s = cache.stats();
 /// assert_eq!((s.pages, s.budget_pages, s.backend_calls), (0, 8, 0));
 /// ```
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Reads answered without a backend call.

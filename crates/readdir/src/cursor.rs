@@ -43,10 +43,10 @@ impl LoopCheck {
 /// like `telldir`), plus loop detection.
 ///
 /// ```
-/// use std::num::NonZeroUsize;
-/// use udcache_readdir::{reference::{CookieStyle, MemDir}, ReaddirCache};
+/// use udcache_readdir::reference::{CookieStyle, MemDir};
+/// use udcache_readdir::{Config, ReaddirCache};
 ///
-/// let cache = ReaddirCache::new(NonZeroUsize::new(64).unwrap(), NonZeroUsize::new(8).unwrap());
+/// let cache = ReaddirCache::with_config(Config::default().with_budget_pages(64).with_page_entries(8));
 /// let dir = cache.dir(MemDir::with_entries(CookieStyle::Hashed, 100, 0..20));
 /// let mut c = dir.cursor();
 /// let first = c.read(5).unwrap();

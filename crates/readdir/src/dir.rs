@@ -31,22 +31,21 @@
 //! directories without deadlock) and by the reader/writer stress test in
 //! `tests/concurrent.rs`, which checks every pass against the listing guarantee.
 
-use std::num::NonZeroUsize;
 use std::sync::{Arc, Weak};
 
 use crate::budget::{Counters, Evict, Shared, Stats, Victim};
 use crate::listing::{Adopt, Listing, PageId, Pos, Resolve};
 use crate::sync::{Condvar, Mutex, MutexGuard};
-use crate::{Backend, Batch, Cursor, Entry, Error, Lookup, Verifier};
+use crate::{Backend, Batch, Config, Cursor, Entry, Error, Lookup, Verifier};
 
 /// The global part of the cache: the page budget, its LRU, and the statistics. Cheap to clone
 /// (a shared handle); every [`DirCache`] made from it draws on the same budget.
 ///
 /// ```
-/// use std::num::NonZeroUsize;
-/// use udcache_readdir::{reference::{CookieStyle, MemDir}, ReaddirCache};
+/// use udcache_readdir::reference::{CookieStyle, MemDir};
+/// use udcache_readdir::{Config, ReaddirCache};
 ///
-/// let cache = ReaddirCache::new(NonZeroUsize::new(2).unwrap(), NonZeroUsize::new(4).unwrap());
+/// let cache = ReaddirCache::with_config(Config::default().with_budget_pages(2).with_page_entries(4));
 /// let a = cache.dir(MemDir::with_entries(CookieStyle::Ordered, 100, 0..10));
 /// let b = cache.dir(MemDir::with_entries(CookieStyle::Hashed, 100, 0..10));
 /// a.read(0, 4).unwrap();
@@ -62,10 +61,16 @@ pub struct ReaddirCache {
 }
 
 impl ReaddirCache {
-    /// A cache holding at most `budget_pages` pages over all its directories, each page the
-    /// result of one backend call asked for `page_entries` entries.
-    pub fn new(budget_pages: NonZeroUsize, page_entries: NonZeroUsize) -> Self {
-        ReaddirCache { shared: Arc::new(Shared::new(budget_pages.get(), page_entries.get())) }
+    /// A cache with the default [`Config`].
+    pub fn new() -> Self {
+        Self::with_config(Config::default())
+    }
+
+    /// A cache holding at most [`Config::budget_pages`] pages over all its directories, each
+    /// page the result of one backend call asked for [`Config::page_entries`] entries.
+    pub fn with_config(config: Config) -> Self {
+        let shared = Shared::new(config.budget_pages(), config.page_entries());
+        ReaddirCache { shared: Arc::new(shared) }
     }
 
     /// The listing cache of one directory, read through `backend`.
@@ -90,6 +95,18 @@ impl ReaddirCache {
     /// How many entries each backend call asks for.
     pub fn page_entries(&self) -> usize {
         self.shared.page_entries
+    }
+}
+
+impl Default for ReaddirCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for ReaddirCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaddirCache").field("stats", &self.stats()).finish()
     }
 }
 
@@ -157,10 +174,10 @@ impl<B: Backend + 'static> DirCache<B> {
     /// way is dropped all the same: it could serve nobody).
     ///
     /// ```
-    /// use std::num::NonZeroUsize;
-    /// use udcache_readdir::{reference::{CookieStyle, MemDir}, Error, ReaddirCache};
+    /// use udcache_readdir::reference::{CookieStyle, MemDir};
+    /// use udcache_readdir::{Config, Error, ReaddirCache};
     ///
-    /// let cache = ReaddirCache::new(NonZeroUsize::new(64).unwrap(), NonZeroUsize::new(8).unwrap());
+    /// let cache = ReaddirCache::with_config(Config::default().with_budget_pages(64).with_page_entries(8));
     /// let dir = cache.dir(MemDir::with_entries(CookieStyle::Hashed, 1000, 0..20));
     /// let first = dir.read(0, 5).unwrap();
     /// let resume = first.entries[4].cookie; // hashed: not ordered, still O(1) to resume at
@@ -255,10 +272,10 @@ impl<B: Backend + 'static> DirCache<B> {
     /// else [`Lookup::Unknown`]. Never calls the backend.
     ///
     /// ```
-    /// use std::num::NonZeroUsize;
-    /// use udcache_readdir::{reference::{CookieStyle, MemDir}, Lookup, ReaddirCache, Verifier};
+    /// use udcache_readdir::reference::{CookieStyle, MemDir};
+    /// use udcache_readdir::{Config, Lookup, ReaddirCache, Verifier};
     ///
-    /// let cache = ReaddirCache::new(NonZeroUsize::new(64).unwrap(), NonZeroUsize::new(8).unwrap());
+    /// let cache = ReaddirCache::with_config(Config::default().with_budget_pages(64).with_page_entries(8));
     /// let dir = cache.dir(MemDir::with_entries(CookieStyle::Ordered, 100, 0..10));
     /// assert_eq!(dir.lookup(b"n3"), Lookup::Unknown);
     /// let mut c = dir.cursor();
@@ -266,7 +283,7 @@ impl<B: Backend + 'static> DirCache<B> {
     /// assert!(dir.is_complete());
     /// assert!(matches!(dir.lookup(b"n3"), Lookup::Present(_)));
     /// assert_eq!(dir.lookup(b"n42"), Lookup::Absent); // a negative answer, no negative entry
-    /// dir.set_verifier(Verifier(99)); // any change clears completeness
+    /// dir.set_verifier(Verifier::new(99)); // any change clears completeness
     /// assert_eq!(dir.lookup(b"n42"), Lookup::Unknown);
     /// ```
     pub fn lookup(&self, name: &[u8]) -> Lookup {
@@ -317,10 +334,10 @@ impl<B: Backend + 'static> DirCache<B> {
     /// was kept leaves it so.
     ///
     /// ```
-    /// use std::num::NonZeroUsize;
-    /// use udcache_readdir::{reference::{CookieStyle, MemDir}, ReaddirCache};
+    /// use udcache_readdir::reference::{CookieStyle, MemDir};
+    /// use udcache_readdir::{Config, ReaddirCache};
     ///
-    /// let cache = ReaddirCache::new(NonZeroUsize::new(64).unwrap(), NonZeroUsize::new(8).unwrap());
+    /// let cache = ReaddirCache::with_config(Config::default().with_budget_pages(64).with_page_entries(8));
     /// let dir = cache.dir(MemDir::with_entries(CookieStyle::Hashed, 1000, 0..20));
     /// assert!(dir.read(12345, 5).is_err()); // a cookie the backend never issued
     /// assert!(dir.is_empty());

@@ -10,10 +10,10 @@ use std::sync::Arc;
 /// entry's cookie.
 ///
 /// ```
-/// use udcache_readdir::Entry;
-/// let e = Entry::new("a.txt", 42, 8, 7);
+/// use udcache_readdir::{DType, Entry};
+/// let e = Entry::new("a.txt", 42, DType::REG, 7);
 /// assert_eq!(&*e.name, b"a.txt");
-/// assert_eq!((e.ino, e.dtype, e.cookie), (42, 8, 7));
+/// assert_eq!((e.ino, e.dtype, e.cookie), (42, DType::REG, 7));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Entry {
@@ -22,16 +22,59 @@ pub struct Entry {
     pub name: Arc<[u8]>,
     /// The inode number.
     pub ino: u64,
-    /// The `d_type` value (`DT_REG` = 8, `DT_DIR` = 4, ..., `DT_UNKNOWN` = 0).
-    pub dtype: u8,
+    /// The file type, as `getdents` reports it.
+    pub dtype: DType,
     /// The position to resume after this entry.
     pub cookie: u64,
 }
 
 impl Entry {
     /// An entry named `name`.
-    pub fn new(name: impl AsRef<[u8]>, ino: u64, dtype: u8, cookie: u64) -> Self {
+    pub fn new(name: impl AsRef<[u8]>, ino: u64, dtype: DType, cookie: u64) -> Self {
         Entry { name: Arc::from(name.as_ref()), ino, dtype, cookie }
+    }
+}
+
+/// A directory entry's file type: the `d_type` value of `getdents` (`DT_REG`, `DT_DIR`, ...).
+///
+/// The cache never looks at it; it hands back what the backend gave. Any byte is accepted
+/// ([`from_raw`](Self::from_raw)), so a backend passes on values this type has no name for.
+///
+/// ```
+/// use udcache_readdir::DType;
+/// assert_eq!(DType::DIR.raw(), 4);
+/// assert_eq!(DType::from_raw(8), DType::REG);
+/// assert_eq!(DType::default(), DType::UNKNOWN);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DType(u8);
+
+impl DType {
+    /// Unknown (`DT_UNKNOWN`): the reader must `stat` the entry to learn its type.
+    pub const UNKNOWN: DType = DType(0);
+    /// A named pipe (`DT_FIFO`).
+    pub const FIFO: DType = DType(1);
+    /// A character device (`DT_CHR`).
+    pub const CHR: DType = DType(2);
+    /// A directory (`DT_DIR`).
+    pub const DIR: DType = DType(4);
+    /// A block device (`DT_BLK`).
+    pub const BLK: DType = DType(6);
+    /// A regular file (`DT_REG`).
+    pub const REG: DType = DType(8);
+    /// A symbolic link (`DT_LNK`).
+    pub const LNK: DType = DType(10);
+    /// A socket (`DT_SOCK`).
+    pub const SOCK: DType = DType(12);
+
+    /// The type whose `d_type` value is `value`.
+    pub const fn from_raw(value: u8) -> Self {
+        DType(value)
+    }
+
+    /// The `d_type` value.
+    pub const fn raw(self) -> u8 {
+        self.0
     }
 }
 
@@ -43,10 +86,23 @@ impl Entry {
 ///
 /// ```
 /// use udcache_readdir::Verifier;
-/// assert_ne!(Verifier(1), Verifier(2));
+/// assert_ne!(Verifier::new(1), Verifier::new(2));
+/// assert_eq!(Verifier::new(7).get(), 7);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Verifier(pub u64);
+pub struct Verifier(u64);
+
+impl Verifier {
+    /// The verifier with value `value`.
+    pub const fn new(value: u64) -> Self {
+        Verifier(value)
+    }
+
+    /// Its value.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
 
 /// What one [`DirCache::read`](crate::DirCache::read) returns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -20,6 +20,7 @@ use crate::FillError;
 /// assert_eq!(Error::Loop { cookie: 5 }.errno(), libc::ELOOP);
 /// assert_eq!(Error::BadCookie { cookie: 9 }.errno(), libc::EINVAL);
 /// ```
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
     /// The backend returned a cookie already returned earlier in the same pass, or the cookie

@@ -4,16 +4,13 @@
 //!
 //! A directory listing is read in calls of a few dozen entries (`getdents`), each resuming at
 //! the *cookie* the previous one ended at: an opaque 64-bit position (FUSE `off`, NFS cookie),
-//! not an index, and not necessarily ordered (ext4 hands out hashes). Linux's NFS client cached
-//! listings as pages it searched from cookie 0 on every call: O(n) per call, O(n²) per listing.
-//! Worse, when the directory changed mid-listing the cache was dropped and the reader had to
-//! refill every page up to its position before progressing; on a large directory being modified
-//! (500k–1M entries, one change every 0.1 s) READDIR calls roughly doubled (4734 -> 8834, 23 s
-//! -> 44 s), and a reader whose refill outlasts the attribute timeout never finishes. The fix
-//! posted then kept a page-index cursor per open directory; it was rejected because a page index
-//! is a guess: when the directory shrinks, the cursor overshoots and reads to the end before
-//! falling back. (Seed thread `001`, "NFS: Improve performance of listing directories being
-//! modified", 2020.)
+//! not an index, and not necessarily ordered (ext4 hands out hashes). A cache of pages searched
+//! from cookie 0 on every call costs O(n) per call, O(n²) per listing. Worse, if a change to
+//! the directory drops the cache mid-listing, the reader has to refill every page up to its
+//! position before it progresses: on a large directory being modified, the backend calls of a
+//! listing multiply, and a reader whose refill outlasts the attribute timeout never finishes.
+//! A page-index cursor per open directory is no cure: a page index is a guess, and when the
+//! directory shrinks the cursor overshoots.
 //!
 //! ## The algorithm
 //!
@@ -44,7 +41,7 @@
 //! once.** The cache adds no duplicates and hides no entries however pages are evicted, dropped
 //! or refilled: every entry returned comes from a page filled under the verifier current when
 //! it is read, or from the reader's own fill (see `dir.rs` for the locking rules).
-//! [`reference::PassCheck`] checks exactly this.
+//! `reference::PassCheck` (with the `testing` feature) checks exactly this.
 //!
 //! ## Trouble, handled
 //!
@@ -65,24 +62,56 @@
 //!
 //! ## Example
 //!
-//! ```
-//! use std::num::NonZeroUsize;
-//! use udcache_readdir::reference::{CookieStyle, MemDir};
-//! use udcache_readdir::ReaddirCache;
+//! A backend is one method ([`Backend::fill`]); here, a directory in memory whose cookies are
+//! positions and whose verifier is a generation number that every change moves.
 //!
-//! let cache = ReaddirCache::new(NonZeroUsize::new(64).unwrap(), NonZeroUsize::new(16).unwrap());
-//! let dir = cache.dir(MemDir::with_entries(CookieStyle::Ordered, 1000, 0..100));
+//! ```
+//! use std::collections::BTreeMap;
+//! use std::sync::Mutex;
+//! use udcache_readdir::{Backend, Config, DType, Entry, Fill, FillError, ReaddirCache, Verifier};
+//!
+//! /// Names by cookie, and the generation.
+//! struct MemDir(Mutex<(BTreeMap<u64, String>, u64)>);
+//!
+//! impl MemDir {
+//!     /// Removes the entry at `cookie`; returns the new verifier.
+//!     fn remove(&self, cookie: u64) -> Verifier {
+//!         let mut dir = self.0.lock().unwrap();
+//!         dir.0.remove(&cookie);
+//!         dir.1 += 1;
+//!         Verifier::new(dir.1)
+//!     }
+//! }
+//!
+//! impl Backend for MemDir {
+//!     fn fill(&self, cookie: u64, max: usize) -> Result<Fill, FillError> {
+//!         let dir = self.0.lock().unwrap();
+//!         let mut after = dir.0.range(cookie + 1..);
+//!         let entries: Vec<Entry> = after
+//!             .by_ref()
+//!             .take(max)
+//!             .map(|(&c, name)| Entry::new(name, 1000 + c, DType::REG, c))
+//!             .collect();
+//!         Ok(Fill { entries, eof: after.next().is_none(), verifier: Verifier::new(dir.1) })
+//!     }
+//! }
+//!
+//! let names = (1..=100).map(|c| (c, format!("file{c}"))).collect();
+//! let cache = ReaddirCache::with_config(Config::default().with_page_entries(16));
+//! let dir = cache.dir(MemDir(Mutex::new((names, 1))));
 //! let mut pass = dir.cursor();
 //! let first = pass.read(10).unwrap(); // one backend call fills 16 entries
 //! assert_eq!(first.len(), 10);
 //! // The directory changes mid-listing and the cache is told: every page goes stale.
-//! let v = dir.backend().remove(50).unwrap();
+//! let v = dir.backend().remove(50);
 //! dir.set_verifier(v);
 //! // The pass continues from its own cookie; it does not start over.
 //! let mut rest = 0;
 //! loop {
 //!     let batch = pass.read(10).unwrap();
-//!     if batch.is_empty() { break; }
+//!     if batch.is_empty() {
+//!         break;
+//!     }
 //!     rest += batch.len();
 //! }
 //! assert_eq!(10 + rest, 99);
@@ -91,27 +120,36 @@
 //! assert_eq!(s.backend_calls, 1 + 6); // one fill before the change, 89 entries after: 6 more
 //! ```
 //!
+//! ## Test doubles
+//!
+//! With the cargo feature `testing` (off by default), the module `reference` has an in-memory
+//! backend with ordered or hashed cookies and a checker of the listing guarantee, for tests,
+//! benchmarks and fuzzing.
+//!
 //! ## Modules
 //!
 //! `listing.rs` holds the index and its rules, `dir.rs` the per-directory lock and fills,
-//! `budget.rs` the shared LRU, `cursor.rs` a pass with loop detection; [`reference`](mod@reference) has the
-//! model backends and the guarantee checker used by tests, benchmarks and fuzzing.
+//! `budget.rs` the shared LRU, `cursor.rs` a pass with loop detection, and `reference` (with
+//! the `testing` feature) the model backends and the guarantee checker.
 
 mod backend;
 mod budget;
+mod config;
 mod cursor;
 mod dir;
 mod entry;
 mod error;
 mod listing;
+#[cfg(feature = "testing")]
 pub mod reference;
 mod sync;
 
 pub use backend::{Backend, Fill, FillError};
 pub use budget::Stats;
+pub use config::Config;
 pub use cursor::Cursor;
 pub use dir::{DirCache, ReaddirCache};
-pub use entry::{Batch, Entry, Lookup, Verifier};
+pub use entry::{Batch, DType, Entry, Lookup, Verifier};
 pub use error::Error;
 
 #[doc = include_str!("../README.md")]

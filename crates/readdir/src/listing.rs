@@ -45,6 +45,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+#[cfg(test)]
+use crate::DType;
 use crate::{Entry, Error, Fill, Lookup, Verifier};
 
 /// Hashes a cookie for the index: one multiply by an odd constant (a bijection, so distinct
@@ -429,9 +431,12 @@ mod tests {
 
     fn fill(cookies: &[u64], eof: bool, v: u64) -> Fill {
         Fill {
-            entries: cookies.iter().map(|&c| Entry::new(format!("n{c}"), c, 8, c)).collect(),
+            entries: cookies
+                .iter()
+                .map(|&c| Entry::new(format!("n{c}"), c, DType::REG, c))
+                .collect(),
             eof,
-            verifier: Verifier(v),
+            verifier: Verifier::new(v),
         }
     }
 
@@ -439,7 +444,7 @@ mod tests {
     fn index_resumes_at_every_cookie_and_chains_pages() {
         let mut l = Listing::default();
         assert_eq!(l.resolve(0), Resolve::Unknown);
-        assert_eq!(l.adopt(0, Verifier(1)), Adopt::Keep { changed: false });
+        assert_eq!(l.adopt(0, Verifier::new(1)), Adopt::Keep { changed: false });
         let a = l.insert(0, fill(&[30, 10, 20], false, 1), 1);
         assert_eq!(l.resolve(0), Resolve::Hit(Pos { page: a, slot: 0 }));
         assert_eq!(l.resolve(10), Resolve::Hit(Pos { page: a, slot: 2 }));
@@ -449,7 +454,7 @@ mod tests {
         assert_eq!(l.resolve(20), Resolve::Hit(Pos { page: b, slot: 0 }));
         assert_eq!(l.resolve(5), Resolve::Eof);
         assert!(l.is_complete());
-        assert_eq!(l.lookup(b"n5"), Lookup::Present(Entry::new("n5", 5, 8, 5)));
+        assert_eq!(l.lookup(b"n5"), Lookup::Present(Entry::new("n5", 5, DType::REG, 5)));
         assert_eq!(l.lookup(b"n6"), Lookup::Absent);
         // Removing the first page drops its mappings and completeness, not the second page's.
         l.remove(a);
@@ -462,33 +467,33 @@ mod tests {
     #[test]
     fn a_change_makes_pages_stale_and_late_fills_uncached() {
         let mut l = Listing::default();
-        l.adopt(0, Verifier(1));
+        l.adopt(0, Verifier::new(1));
         let a = l.insert(0, fill(&[1, 2], true, 1), 1);
         assert!(l.is_complete());
         let started = l.epoch();
-        assert!(l.change(Some(Verifier(2))));
-        assert!(!l.change(Some(Verifier(2))), "announcing the same verifier twice is a no-op");
+        assert!(l.change(Some(Verifier::new(2))));
+        assert!(!l.change(Some(Verifier::new(2))), "announcing the same verifier twice is a no-op");
         assert!(!l.is_complete());
         assert_eq!(l.resolve(1), Resolve::Stale(a));
         // A fill that began before the change and saw the old directory is not kept...
-        assert_eq!(l.adopt(started, Verifier(1)), Adopt::Uncached);
+        assert_eq!(l.adopt(started, Verifier::new(1)), Adopt::Uncached);
         // ...one that saw the new directory is.
-        assert_eq!(l.adopt(started, Verifier(2)), Adopt::Keep { changed: false });
+        assert_eq!(l.adopt(started, Verifier::new(2)), Adopt::Keep { changed: false });
         // A fill revealing a change nobody announced moves the epoch itself.
         let now = l.epoch();
-        assert_eq!(l.adopt(now, Verifier(3)), Adopt::Keep { changed: true });
-        assert_eq!(l.verifier(), Some(Verifier(3)));
+        assert_eq!(l.adopt(now, Verifier::new(3)), Adopt::Keep { changed: true });
+        assert_eq!(l.verifier(), Some(Verifier::new(3)));
     }
 
     #[test]
     fn removing_a_stale_page_keeps_a_complete_listing_complete() {
         let mut l = Listing::default();
-        l.adopt(0, Verifier(1));
+        l.adopt(0, Verifier::new(1));
         let old = l.insert(0, fill(&[1, 2], true, 1), 1);
-        assert!(l.change(Some(Verifier(2))));
+        assert!(l.change(Some(Verifier::new(2))));
         let fresh = l.insert(0, fill(&[1, 3], true, 2), 2);
         assert!(l.is_complete());
-        assert_eq!(l.lookup(b"n3"), Lookup::Present(Entry::new("n3", 3, 8, 3)));
+        assert_eq!(l.lookup(b"n3"), Lookup::Present(Entry::new("n3", 3, DType::REG, 3)));
         l.remove(old);
         assert!(l.is_complete(), "the stale page was on no fresh chain");
         assert_eq!(l.lookup(b"n2"), Lookup::Absent);
@@ -502,11 +507,15 @@ mod tests {
         assert!(l.change(None), "told of a change it cannot name");
         let started = l.epoch();
         // Two fills start; the one that read the directory later comes back first.
-        assert_eq!(l.adopt(started, Verifier(2)), Adopt::Keep { changed: false });
+        assert_eq!(l.adopt(started, Verifier::new(2)), Adopt::Keep { changed: false });
         let page = l.insert(0, fill(&[1, 2, 3], true, 2), 1);
         assert!(l.is_complete());
-        assert_eq!(l.adopt(started, Verifier(1)), Adopt::Uncached, "the older one goes uncached");
-        assert_eq!(l.verifier(), Some(Verifier(2)));
+        assert_eq!(
+            l.adopt(started, Verifier::new(1)),
+            Adopt::Uncached,
+            "the older one goes uncached"
+        );
+        assert_eq!(l.verifier(), Some(Verifier::new(2)));
         assert_eq!(l.resolve(1), Resolve::Hit(Pos { page, slot: 1 }));
         assert!(l.is_complete());
     }
@@ -514,7 +523,7 @@ mod tests {
     #[test]
     fn kept_mappings_are_never_replaced_by_gaps() {
         let mut l = Listing::default();
-        l.adopt(0, Verifier(1));
+        l.adopt(0, Verifier::new(1));
         let a = l.insert(0, fill(&[1, 2, 3], true, 1), 1);
         // A page filled at 7 ends at 2: it must not turn 2 into a gap.
         l.insert(7, fill(&[2], false, 1), 2);
@@ -525,7 +534,7 @@ mod tests {
     #[test]
     fn a_page_ends_where_the_cached_listing_goes_on() {
         let mut l = Listing::default();
-        l.adopt(0, Verifier(1));
+        l.adopt(0, Verifier::new(1));
         let a = l.insert(3, fill(&[4, 5], true, 1), 1);
         // A fill at 2 reads on past 3, which `a` already leads on from: the page is cut
         // after 3, and its end leads into `a`.
@@ -566,7 +575,7 @@ mod tests {
     #[test]
     fn a_cycle_of_pages_is_not_complete_and_does_not_spin() {
         let mut l = Listing::default();
-        l.adopt(0, Verifier(1));
+        l.adopt(0, Verifier::new(1));
         l.insert(0, fill(&[1, 2], false, 1), 1);
         l.insert(2, fill(&[3, 4], false, 1), 2);
         l.insert(4, fill(&[5, 2], false, 1), 3); // 2 is kept pointing at page two: a cycle

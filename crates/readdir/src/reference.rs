@@ -19,7 +19,7 @@ use std::ops::Bound;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::{Backend, Entry, Fill, FillError, Verifier};
+use crate::{Backend, DType, Entry, Fill, FillError, Verifier};
 
 /// How a [`MemDir`] numbers positions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +58,7 @@ struct MemState {
 /// let f = d.fill(0, 2).unwrap();
 /// assert_eq!(f.entries.iter().map(|e| e.cookie).collect::<Vec<_>>(), [2, 4]);
 /// assert!(!f.eof);
-/// assert_eq!(d.remove(3), Some(Verifier(2)));
+/// assert_eq!(d.remove(3), Some(Verifier::new(2)));
 /// assert_eq!(d.fill(4, 2).unwrap().entries[0].cookie, 6); // resumes after the removed entry
 /// ```
 pub struct MemDir {
@@ -128,7 +128,7 @@ impl MemDir {
             return None;
         }
         st.generation += 1;
-        Some(Verifier(st.generation))
+        Some(Verifier::new(st.generation))
     }
 
     /// Adds id `id`; returns the new verifier, or `None` if it was there (or out of range).
@@ -163,7 +163,7 @@ impl MemDir {
 
     /// The verifier now.
     pub fn verifier(&self) -> Verifier {
-        Verifier(self.lock().generation)
+        Verifier::new(self.lock().generation)
     }
 
     /// The size of the name universe.
@@ -191,10 +191,10 @@ impl Backend for MemDir {
         let entries: Vec<Entry> = ids
             .by_ref()
             .take(max)
-            .map(|&id| Entry::new(MemDir::name(id), id + 1000, 8, self.cookie(id)))
+            .map(|&id| Entry::new(MemDir::name(id), id + 1000, DType::REG, self.cookie(id)))
             .collect();
         let eof = ids.next().is_none();
-        Ok(Fill { entries, eof, verifier: Verifier(st.generation) })
+        Ok(Fill { entries, eof, verifier: Verifier::new(st.generation) })
     }
 }
 

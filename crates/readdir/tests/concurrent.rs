@@ -3,14 +3,13 @@
 //! including what a waiting reader does, and how it is counted, when the fill it waited for
 //! fails or is not kept.
 
-use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use udcache_readdir::reference::{CookieStyle, MemDir, PassCheck};
-use udcache_readdir::{Backend, Batch, DirCache, Error, Fill, FillError, ReaddirCache};
+use udcache_readdir::{Backend, Batch, Config, DirCache, Error, Fill, FillError, ReaddirCache};
 
 const UNIVERSE: u64 = 3000;
 
@@ -22,7 +21,8 @@ struct Changes {
 }
 
 fn stress(style: CookieStyle) {
-    let cache = ReaddirCache::new(NonZeroUsize::new(40).unwrap(), NonZeroUsize::new(16).unwrap());
+    let cache =
+        ReaddirCache::with_config(Config::default().with_budget_pages(40).with_page_entries(16));
     let dir =
         cache.dir(MemDir::with_entries(style, UNIVERSE, (0..UNIVERSE).filter(|i| i % 2 == 0)));
     let changes = Arc::new(Mutex::new(Changes { seq: 0, last: vec![0; UNIVERSE as usize] }));
@@ -179,7 +179,8 @@ type Reader = thread::JoinHandle<Result<Batch, Error>>;
 /// A cache (8 pages of 32 entries) of a directory of 50 entries with hashed cookies, read
 /// through a closed gate that fails its first call with `fail`, if given.
 fn gated(fail: Option<FillError>) -> (ReaddirCache, DirCache<Gated>) {
-    let cache = ReaddirCache::new(NonZeroUsize::new(8).unwrap(), NonZeroUsize::new(32).unwrap());
+    let cache =
+        ReaddirCache::with_config(Config::default().with_budget_pages(8).with_page_entries(32));
     let dir = cache.dir(Gated::new(MemDir::with_entries(CookieStyle::Hashed, 100, 0..50), fail));
     (cache, dir)
 }

@@ -7,11 +7,12 @@
 //! cases, well under a second.
 //! `MODEL_CASES=N` in the environment runs N cases instead of 400.
 
-use std::num::NonZeroUsize;
 use std::sync::Mutex;
 
 use proptest::prelude::*;
-use udcache_readdir::{Backend, Entry, Error, Fill, FillError, ReaddirCache, Verifier};
+use udcache_readdir::{
+    Backend, Config, DType, Entry, Error, Fill, FillError, ReaddirCache, Verifier,
+};
 
 #[derive(Clone, Debug)]
 enum Answer {
@@ -43,9 +44,12 @@ impl Backend for Script {
         *calls += 1;
         match &self.answers[i % self.answers.len()] {
             Answer::Fill(cookies, eof, v) => Ok(Fill {
-                entries: cookies.iter().map(|&c| Entry::new(format!("e{c}"), c, 8, c)).collect(),
+                entries: cookies
+                    .iter()
+                    .map(|&c| Entry::new(format!("e{c}"), c, DType::REG, c))
+                    .collect(),
                 eof: *eof,
-                verifier: Verifier(*v),
+                verifier: Verifier::new(*v),
             }),
             Answer::Io => Err(FillError::Io(libc::EIO)),
             Answer::Unknown => Err(FillError::UnknownCookie),
@@ -75,10 +79,7 @@ proptest! {
         sizes in proptest::collection::vec(0..6usize, 1..8),
         raw in proptest::collection::vec((0..10u64, size()), 0..20),
     ) {
-        let cache = ReaddirCache::new(
-            NonZeroUsize::new(budget).unwrap(),
-            NonZeroUsize::new(page).unwrap(),
-        );
+        let cache = ReaddirCache::with_config(Config::default().with_budget_pages(budget).with_page_entries(page));
         let dir = cache.dir(Script { answers, by_cookie, calls: Mutex::new(0) });
         for round in 0..3 {
             let mut c = dir.cursor();

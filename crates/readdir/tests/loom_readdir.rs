@@ -3,16 +3,15 @@
 //! `RUSTFLAGS="--cfg loom --cfg crossbeam_loom" cargo test --release -p udcache-readdir --test loom_readdir`.
 #![cfg(loom)]
 
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use loom::thread;
 use udcache_readdir::reference::{CookieStyle, MemDir};
-use udcache_readdir::{DirCache, ReaddirCache};
+use udcache_readdir::{Config, DirCache, ReaddirCache};
 
 fn setup(budget: usize) -> (ReaddirCache, DirCache<Arc<MemDir>>) {
     let cache =
-        ReaddirCache::new(NonZeroUsize::new(budget).unwrap(), NonZeroUsize::new(4).unwrap());
+        ReaddirCache::with_config(Config::default().with_budget_pages(budget).with_page_entries(4));
     let dir = cache.dir(Arc::new(MemDir::with_entries(CookieStyle::Hashed, 16, 0..3)));
     (cache, dir)
 }
@@ -75,7 +74,8 @@ fn a_change_announced_during_a_fill_is_never_hidden() {
 #[test]
 fn eviction_across_directories_keeps_the_budget() {
     model(|| {
-        let cache = ReaddirCache::new(NonZeroUsize::new(1).unwrap(), NonZeroUsize::new(4).unwrap());
+        let cache =
+            ReaddirCache::with_config(Config::default().with_budget_pages(1).with_page_entries(4));
         let a = cache.dir(MemDir::with_entries(CookieStyle::Ordered, 8, 0..3));
         let b = cache.dir(MemDir::with_entries(CookieStyle::Ordered, 8, 0..3));
         let b2 = b.clone();

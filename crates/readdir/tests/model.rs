@@ -21,14 +21,13 @@
 //! instead.
 
 use std::collections::BTreeSet;
-use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::Mutex;
 
 use proptest::prelude::*;
 use udcache_readdir::reference::{CookieStyle, MemDir, PassCheck};
 use udcache_readdir::{
-    Backend, Cursor, DirCache, Entry, Error, Fill, FillError, Lookup, ReaddirCache,
+    Backend, Config, Cursor, DirCache, Entry, Error, Fill, FillError, Lookup, ReaddirCache,
 };
 
 const UNIVERSE: u64 = 40;
@@ -475,8 +474,9 @@ fn run(
     ops: Vec<Op>,
 ) -> Result<(), TestCaseError> {
     let style = if hashed { CookieStyle::Hashed } else { CookieStyle::Ordered };
-    let cache =
-        ReaddirCache::new(NonZeroUsize::new(budget).unwrap(), NonZeroUsize::new(page).unwrap());
+    let cache = ReaddirCache::with_config(
+        Config::default().with_budget_pages(budget).with_page_entries(page),
+    );
     let ids = (0..UNIVERSE).filter(|&i| initial[i as usize]);
     let inner = MemDir::with_entries(style, UNIVERSE, ids);
     let dir = cache.dir(Quirky { inner, quirks: Mutex::new(Quirks::default()) });

@@ -8,14 +8,13 @@
 //! stats must add up. Bounded: about 1.5 s of wall time.
 
 use std::collections::BTreeSet;
-use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use udcache_readdir::reference::{CookieStyle, MemDir};
-use udcache_readdir::{DirCache, ReaddirCache};
+use udcache_readdir::{Config, DirCache, ReaddirCache};
 
 const UNIVERSE: u64 = 400;
 
@@ -99,8 +98,9 @@ fn pass(s: &Shared, x: &mut u64, ok_reads: &AtomicU64, after: Option<(u64, u64)>
 }
 
 fn run(budget: usize, page: usize) {
-    let cache =
-        ReaddirCache::new(NonZeroUsize::new(budget).unwrap(), NonZeroUsize::new(page).unwrap());
+    let cache = ReaddirCache::with_config(
+        Config::default().with_budget_pages(budget).with_page_entries(page),
+    );
     let dirs: Vec<Arc<Shared>> = [CookieStyle::Ordered, CookieStyle::Hashed]
         .into_iter()
         .map(|style| {

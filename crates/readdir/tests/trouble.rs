@@ -1,18 +1,18 @@
 //! Each trouble case of the crate docs: loops, unknown cookies, cookies the new listing lost,
 //! eviction under a reader, backend failures and panics.
 
-use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 use udcache_readdir::reference::{CookieStyle, MemDir};
 use udcache_readdir::{
-    Backend, Batch, DirCache, Entry, Error, Fill, FillError, Lookup, ReaddirCache, Verifier,
+    Backend, Batch, Config, DType, DirCache, Entry, Error, Fill, FillError, Lookup, ReaddirCache,
+    Verifier,
 };
 
 fn cache(budget: usize, page: usize) -> ReaddirCache {
-    ReaddirCache::new(NonZeroUsize::new(budget).unwrap(), NonZeroUsize::new(page).unwrap())
+    ReaddirCache::with_config(Config::default().with_budget_pages(budget).with_page_entries(page))
 }
 
 /// Cookies 1, 2 | 3, 4 | then back to 1, 2: a loop across calls.
@@ -25,8 +25,9 @@ impl Backend for Cycle {
             4 => [1, 2],
             _ => return Err(FillError::UnknownCookie),
         };
-        let entries = cookies.iter().map(|&c| Entry::new(format!("e{c}"), c, 8, c)).collect();
-        Ok(Fill { entries, eof: false, verifier: Verifier(1) })
+        let entries =
+            cookies.iter().map(|&c| Entry::new(format!("e{c}"), c, DType::REG, c)).collect();
+        Ok(Fill { entries, eof: false, verifier: Verifier::new(1) })
     }
 }
 
@@ -73,9 +74,9 @@ struct SelfLoop;
 impl Backend for SelfLoop {
     fn fill(&self, cookie: u64, _max: usize) -> Result<Fill, FillError> {
         Ok(Fill {
-            entries: vec![Entry::new("x", 1, 8, cookie.max(1))],
+            entries: vec![Entry::new("x", 1, DType::REG, cookie.max(1))],
             eof: false,
-            verifier: Verifier(1),
+            verifier: Verifier::new(1),
         })
     }
 }
@@ -325,8 +326,9 @@ impl Backend for LoopsWithTheCache {
             1 => &[5],
             _ => return Err(FillError::UnknownCookie),
         };
-        let entries = cookies.iter().map(|&c| Entry::new(format!("e{c}"), c, 8, c)).collect();
-        Ok(Fill { entries, eof: false, verifier: Verifier(1) })
+        let entries =
+            cookies.iter().map(|&c| Entry::new(format!("e{c}"), c, DType::REG, c)).collect();
+        Ok(Fill { entries, eof: false, verifier: Verifier::new(1) })
     }
 }
 

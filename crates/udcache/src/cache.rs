@@ -55,7 +55,7 @@ use std::time::Duration;
 use udcache_gp::GpPool;
 use udcache_readdir::ReaddirCache;
 
-use udcache_neghash::{Held, KeyHash, NameHash, NegHash, epoch, epoch::Guard};
+use udcache_neghash::{Held, Insertion, KeyHash, NameHash, NegHash, Polarity, epoch, epoch::Guard};
 
 use crate::attr::Attr;
 use crate::clock::{Clock, CoarseClock, Ticks};
@@ -343,7 +343,11 @@ impl Dcache {
             events: Events::new(),
             inflight: Inflight::new(),
             unlink: config.unlink,
-            readdir_cache: ReaddirCache::new(config.readdir_pages, config.page_entries),
+            readdir_cache: ReaddirCache::with_config(
+                udcache_readdir::Config::default()
+                    .with_budget_pages(config.readdir_pages.get())
+                    .with_page_entries(config.page_entries.get()),
+            ),
             pool,
             root: ManuallyDrop::new(root.clone()),
             ticks: Ticks::new(config.clock.0),
@@ -353,7 +357,7 @@ impl Dcache {
         drop(cache.inodes.insert(
             INODE_KEY_PARENT,
             &ino_key(ROOT_INO),
-            false,
+            Polarity::Positive,
             Slot::positive(root),
         ));
         Ok(cache)
@@ -742,8 +746,9 @@ impl Dcache {
         drop(names);
         if existing.is_none() {
             let slot = Slot::positive(inode.clone());
-            let inserted = self.inodes.insert(INODE_KEY_PARENT, &ino_key(spec.ino), false, slot);
-            debug_assert!(inserted.is_ok(), "inode {} added twice", spec.ino);
+            let inserted =
+                self.inodes.insert(INODE_KEY_PARENT, &ino_key(spec.ino), Polarity::Positive, slot);
+            debug_assert!(inserted.is_inserted(), "inode {} added twice", spec.ino);
         }
         if count {
             inode.set_lookups(inode.lookups() + 1);
@@ -766,9 +771,9 @@ impl Dcache {
         replace: bool,
     ) -> Result<(Held<'_, Dentry>, Option<InodeRef>), Error> {
         let dentry = Dentry::positive(inode.clone(), valid);
-        let found = match self.names.insert(parent, name, false, dentry) {
-            Ok(new) => return Ok((new, None)),
-            Err(found) => found,
+        let found = match self.names.insert(parent, name, Polarity::Positive, dentry) {
+            Insertion::Inserted(new) => return Ok((new, None)),
+            Insertion::Present(found) => found,
         };
         if !replace && found.value().load(guard).is_some() {
             return Err(Error::Exists);
@@ -815,13 +820,13 @@ impl Dcache {
         }
         state.note_negative();
         let valid = self.word_in(dir, self.timeouts.negative, asked);
-        match self.names.insert(parent, name, true, Dentry::negative(valid)) {
-            Ok(_) => Ok(()),
-            Err(found) if found.is_negative() => {
+        match self.names.insert(parent, name, Polarity::Negative, Dentry::negative(valid)) {
+            Insertion::Inserted(_) => Ok(()),
+            Insertion::Present(found) if found.is_negative() => {
                 found.set_validity(valid, &names);
                 Ok(())
             }
-            Err(_) => Err(Error::Exists),
+            Insertion::Present(_) => Err(Error::Exists),
         }
     }
 
@@ -1060,7 +1065,7 @@ impl Dcache {
         if done == n || !negatives.exhausted {
             return done;
         }
-        for held in self.names.oldest_unused_positives(n - done) {
+        for held in self.names.oldest_unused(n - done, Polarity::Positive) {
             let (parent, name) = (held.parent(), held.name());
             let names = self.lock_names((parent, name), None);
             let guard = epoch::pin();

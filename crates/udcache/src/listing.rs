@@ -98,7 +98,7 @@ impl Dcache {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use udcache::readdir::{Entry, Fill, FillError, Verifier};
+    /// use udcache::readdir::{DType, Entry, Fill, FillError, Verifier};
     /// use udcache::{Config, Dcache, Errno, Filesystem, InodeSpec, Resolved, ROOT_INO};
     ///
     /// /// A root directory holding `a` and `b`.
@@ -108,9 +108,9 @@ impl Dcache {
     ///         unreachable!("the complete listing answers")
     ///     }
     ///     fn readdir(&self, _dir: u64, cookie: u64, _max: usize) -> Result<Fill, FillError> {
-    ///         let all = [Entry::new("a", 2, 8, 1), Entry::new("b", 3, 8, 2)];
+    ///         let all = [Entry::new("a", 2, DType::REG, 1), Entry::new("b", 3, DType::REG, 2)];
     ///         let entries = all.into_iter().filter(|e| e.cookie > cookie).collect();
-    ///         Ok(Fill { entries, eof: true, verifier: Verifier(1) })
+    ///         Ok(Fill { entries, eof: true, verifier: Verifier::new(1) })
     ///     }
     /// }
     /// let cache = Dcache::new(Config::for_entries(64).with_filesystem(Arc::new(Two)));
@@ -130,7 +130,7 @@ impl Dcache {
         let batch = listing.read(cookie, max).map_err(Error::Readdir)?;
         // A fill may have brought a verifier the cache was not told of: the directory changed
         // behind it. Reported as the filesystem would report it (see the rules).
-        if let Some(Verifier(v)) = listing.verifier() {
+        if let Some(v) = listing.verifier().map(Verifier::get) {
             self.report_verifier(&inode, state, Some(v));
         }
         Ok(batch)
@@ -259,7 +259,7 @@ impl Dcache {
 pub(crate) fn changed(cache: &Dcache, dir: u64, verifier: Option<u64>) {
     if let Some(l) = cache.dir_state(&epoch::pin(), dir).and_then(|d| d.listing.get()) {
         match verifier {
-            Some(v) => l.set_verifier(Verifier(v)),
+            Some(v) => l.set_verifier(Verifier::new(v)),
             None => l.invalidate(),
         }
     }

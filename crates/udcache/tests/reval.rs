@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::End;
 use udcache::ManualClock;
-use udcache::readdir::{Entry, Fill, FillError, Verifier};
+use udcache::readdir::{DType, Entry, Fill, FillError, Verifier};
 use udcache::{
     Blocked, Cached, Checked, Config, Cred, Dcache, Errno, FileType, Filesystem, InodeSpec, Lookup,
     Mask, Permission, ROOT_INO, Reason, RenameMode, Resolved, Revalidate, Timeouts, Unblocked,
@@ -598,8 +598,8 @@ impl Filesystem for Listed {
     }
 
     fn readdir(&self, _: u64, cookie: u64, _: usize) -> Result<Fill, FillError> {
-        let entries = [Entry::new("a", 2, 8, 1)].into_iter().filter(|e| e.cookie > cookie);
-        Ok(Fill { entries: entries.collect(), eof: true, verifier: Verifier(7) })
+        let entries = [Entry::new("a", 2, DType::REG, 1)].into_iter().filter(|e| e.cookie > cookie);
+        Ok(Fill { entries: entries.collect(), eof: true, verifier: Verifier::new(7) })
     }
 }
 

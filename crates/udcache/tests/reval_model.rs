@@ -42,7 +42,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use udcache::ManualClock;
 use udcache::defaults;
-use udcache::readdir::{Entry, Fill, FillError, Verifier};
+use udcache::readdir::{DType, Entry, Fill, FillError, Verifier};
 use udcache::{
     Blocked, Cached, Checked, Config, Cred, Dcache, Errno, Error, FileType, Filesystem, InodeSpec,
     Lookup, Mask, Permission, ROOT_INO, Reason, RenameMode, Resolved, Revalidate, Timeouts,
@@ -202,12 +202,14 @@ impl Filesystem for Fs {
         let entries = (1..)
             .zip(&names)
             .filter(|&(c, _)| c > cookie)
-            .map(|(c, (name, ino))| Entry::new(name, *ino, if is_dir(*ino) { 4 } else { 8 }, c))
+            .map(|(c, (name, ino))| {
+                Entry::new(name, *ino, if is_dir(*ino) { DType::DIR } else { DType::REG }, c)
+            })
             .collect();
         let verifier = w.verifier[&dir];
         let names = names.into_iter().map(|(n, _)| n).collect();
         self.log.lock().unwrap().push(Call::Readdir { dir, names, verifier });
-        Ok(Fill { entries, eof: true, verifier: Verifier(verifier) })
+        Ok(Fill { entries, eof: true, verifier: Verifier::new(verifier) })
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use udcache::ManualClock;
-use udcache::readdir::{Entry, Fill, FillError, Verifier};
+use udcache::readdir::{DType, Entry, Fill, FillError, Verifier};
 use udcache::{
     Config, Dcache, Errno, Error, FileType, Filesystem, InodeSpec, Lookup, ROOT_INO, RenameMode,
     Resolved, Timeouts, Visit, Walk, epoch,
@@ -244,13 +244,13 @@ impl Filesystem for Listed {
             .map(|i| Entry::new(&e[i], 100 + i as u64, libc_dt_reg(), i as u64 + 1))
             .collect();
         let eof = entries.last().is_none_or(|l| l.cookie == e.len() as u64);
-        let verifier = Verifier(self.verifier.load(Ordering::Relaxed) as u64);
+        let verifier = Verifier::new(self.verifier.load(Ordering::Relaxed) as u64);
         Ok(Fill { entries, eof, verifier })
     }
 }
 
-fn libc_dt_reg() -> u8 {
-    8
+fn libc_dt_reg() -> DType {
+    DType::REG
 }
 
 /// The root's whole listing through the cache, `batch` entries per call: the names in order.
@@ -357,7 +357,7 @@ impl Filesystem for HashOrdered {
             .map(|(c, n)| Entry::new(n, 1000 + c, libc_dt_reg(), *c))
             .collect();
         let eof = entries.last().is_none_or(|l| l.cookie == e.last().map_or(0, |(c, _)| *c));
-        Ok(Fill { entries, eof, verifier: Verifier(1) })
+        Ok(Fill { entries, eof, verifier: Verifier::new(1) })
     }
 }
 

@@ -14,7 +14,7 @@
 //! compiles). Summary field:
 //! `include_negative_hit_rate` (for `full`), and the same for the other variants.
 
-use udcache_neghash::{NegHash, epoch};
+use udcache_neghash::{NegHash, Polarity, epoch};
 
 use super::neg_flood::config;
 
@@ -42,7 +42,10 @@ fn compile(table: &NegHash<()>) -> Counts {
             match table.lookup(&guard, dir, name.as_bytes()) {
                 Some(e) if !e.is_negative() => break,
                 Some(_) => c.negative_hits += 1,
-                None => drop(table.insert(dir, name.as_bytes(), !present, ())),
+                None => {
+                    let polarity = if present { Polarity::Positive } else { Polarity::Negative };
+                    drop(table.insert(dir, name.as_bytes(), polarity, ()));
+                }
             }
             if present {
                 break;
@@ -58,7 +61,7 @@ fn flood(table: &NegHash<()>, round: u64, names: u64) {
         let name = format!("{round:08x}{i:08x}");
         let guard = epoch::pin();
         if table.lookup(&guard, FLOOD_PARENT, name.as_bytes()).is_none() {
-            drop(table.insert(FLOOD_PARENT, name.as_bytes(), true, ()));
+            drop(table.insert(FLOOD_PARENT, name.as_bytes(), Polarity::Negative, ()));
         }
     }
 }

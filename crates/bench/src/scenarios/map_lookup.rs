@@ -19,7 +19,7 @@
 
 use std::hint::black_box;
 
-use udcache_neghash::{Config, NegHash, epoch};
+use udcache_neghash::{Config, NegHash, Polarity, epoch};
 
 use super::maps::{BASELINES, Baseline, Fields, on_threads, random_orders, with_more_threads};
 use crate::measure::interleaved;
@@ -39,7 +39,7 @@ fn build(variant: &str, keys: &[Key]) -> Map {
         "neghash" => {
             let t = NegHash::new(Config::for_entries(keys.len()));
             for (k, v) in pairs {
-                drop(t.insert(k.0, &k.1, false, v).ok());
+                drop(t.insert(k.0, &k.1, Polarity::Positive, v));
             }
             Map::NegHash(t)
         }

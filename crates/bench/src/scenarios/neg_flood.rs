@@ -24,7 +24,7 @@
 
 use std::time::{Duration, Instant};
 
-use udcache_neghash::{Config, NegHash, Stats, epoch};
+use udcache_neghash::{Config, NegHash, Polarity, Stats, epoch};
 
 use crate::Options;
 use crate::alloc_count::settled_live_bytes;
@@ -71,7 +71,7 @@ fn flood(
             let touch = || {
                 let hit = table.lookup(&guard, 1, name.as_bytes()).is_some();
                 if !hit {
-                    drop(table.insert(1, name.as_bytes(), true, ()));
+                    drop(table.insert(1, name.as_bytes(), Polarity::Negative, ()));
                 }
                 hit
             };

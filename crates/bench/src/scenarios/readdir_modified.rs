@@ -31,14 +31,13 @@
 //! Sizes: n = 1,000,000 (full), 100,000 (`--quick`); `UDCACHE_BENCH_TINY=1` (used by the
 //! harness test) runs n = 5,000 with short bounds.
 
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use udcache_readdir::reference::{CookieStyle, MemDir, PassCheck};
-use udcache_readdir::{Backend, Entry, Fill, FillError, ReaddirCache, Verifier};
+use udcache_readdir::{Backend, Config, Entry, Fill, FillError, ReaddirCache, Verifier};
 
 use crate::Options;
 use crate::measure::interleaved;
@@ -194,10 +193,8 @@ fn list(variant: Variant, backend: &Arc<Modified>) -> (Vec<Entry>, bool) {
     let finished = match variant {
         Variant::Index => {
             let budget = 2 * backend.dir.universe().div_ceil(PAGE as u64) as usize + 64;
-            let cache = ReaddirCache::new(
-                NonZeroUsize::new(budget).expect("non-zero"),
-                NonZeroUsize::new(PAGE).expect("non-zero"),
-            );
+            let config = Config::default().with_budget_pages(budget).with_page_entries(PAGE);
+            let cache = ReaddirCache::with_config(config);
             let mut cursor = cache.dir(backend.clone()).cursor();
             loop {
                 match cursor.read(GETDENTS) {

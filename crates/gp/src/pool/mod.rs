@@ -68,7 +68,7 @@ pub enum Reuse {
     /// Only once its grace period has completed; otherwise allocate fresh. The default.
     AfterGracePeriod,
     /// The most recently freed object, waiting for its grace period if it has not completed
-    /// (Linux's 2022 "require an rcu grace period before inode recycle": a stall per batch).
+    /// (a stall per batch of frees).
     WaitForGracePeriod,
     /// At once, grace period or not: a plain free list. Unsound with lockless readers; exists
     /// as the baseline for benchmarks and as the negative control for tests.
@@ -111,8 +111,8 @@ impl PoolConfig {
     }
 
     /// Frees per shard between requests to start a grace period (at least 1; default 64).
-    /// Starting one costs a pin and a flush of crossbeam's bag (0.3–2 µs), so it is shared by
-    /// this many frees.
+    /// Starting one costs a pin and a flush of crossbeam's bag, so it is shared by this many
+    /// frees.
     pub fn with_request_every(mut self, frees: u32) -> Self {
         self.request_every = frees.max(1);
         self
@@ -137,7 +137,8 @@ impl PoolConfig {
         self
     }
 
-    /// 003's policy: reuse the newest freed object, blocking until its grace period completes.
+    /// Reuse the newest freed object, blocking until its grace period completes
+    /// ([`Reuse::WaitForGracePeriod`]).
     pub fn wait_for_grace_period(mut self) -> Self {
         self.reuse = Reuse::WaitForGracePeriod;
         self

@@ -23,7 +23,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use udcache::readdir::{Entry, Fill, FillError, Verifier};
+use udcache::readdir::{DType, Entry, Fill, FillError, Verifier};
 use udcache::{Attr, Errno, FileType, Filesystem, InodeSpec, ROOT_INO};
 
 /// A directory tree served read-only.
@@ -142,7 +142,7 @@ impl Filesystem for Dir {
     fn readdir(&self, dir: u64, after: u64, max: usize) -> Result<Fill, FillError> {
         let path = self.path(dir).map_err(FillError::Io)?;
         let meta = fs::symlink_metadata(&path).map_err(|e| FillError::Io(errno(e)))?;
-        let verifier = Verifier((meta.ctime() as u64) << 30 | meta.ctime_nsec() as u64);
+        let verifier = Verifier::new((meta.ctime() as u64) << 30 | meta.ctime_nsec() as u64);
         let mut entries = Vec::new();
         for dirent in fs::read_dir(&path).map_err(|e| FillError::Io(errno(e)))? {
             let dirent = dirent.map_err(|e| FillError::Io(errno(e)))?;
@@ -154,7 +154,7 @@ impl Filesystem for Dir {
             // Gone since it was listed, or on another device: not shown.
             let Ok(Some(meta)) = self.stat(&dirent.path()) else { continue };
             // A `d_type` is the file type bits of the mode, shifted down.
-            let dtype = (meta.mode() >> 12) as u8;
+            let dtype = DType::from_raw((meta.mode() >> 12) as u8);
             entries.push(Entry::new(name.as_bytes(), self.ino(&meta), dtype, position));
         }
         entries.sort_unstable_by_key(|e| e.cookie);
