@@ -33,31 +33,6 @@ use crate::recycle::Pool;
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, lock};
 use crate::tree::DirState;
 
-/// The type of file an inode is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FileType {
-    /// A directory: has children, at most one name, and a parent (`..`).
-    Directory,
-    /// A regular file.
-    Regular,
-    /// A symbolic link: a path walk stops on it and reports it (see [`Walk`](crate::Walk)).
-    Symlink,
-    /// Anything else (device, FIFO, socket).
-    Other,
-}
-
-/// What a filesystem says about a file: its number, its type, and a word of its own (an index,
-/// a handle, a pointer cast to `u64`) that the cache keeps but never interprets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct InodeSpec {
-    /// The inode number (FUSE's node id). Unique among cached inodes.
-    pub ino: u64,
-    /// The file type.
-    pub kind: FileType,
-    /// The filesystem's own data.
-    pub fs_data: u64,
-}
-
 /// A cached inode. Borrowed under an epoch guard from [`Dcache::lookup`](crate::Dcache::lookup)
 /// and [`Dcache::walk`](crate::Dcache::walk).
 ///

@@ -1,0 +1,192 @@
+
+/// Why a [`Dcache::walk_as`] left the lockless mode: the blocking work to do
+/// ([`Dcache::unblock`]) before walking again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Blocked {
+    /// The dentry `name` in directory `parent` is not trusted and the filesystem could not
+    /// confirm it without blocking.
+    Revalidate {
+        /// The directory.
+        parent: u64,
+        /// The name.
+        name: Vec<u8>,
+        /// Where the component starts in the path.
+        at: usize,
+        /// Why it is not trusted (or [`Reason::NeedsBlock`]).
+        reason: Reason,
+        /// The filesystem already answered [`Revalidate::Invalid`]: drop it, do not ask again.
+        invalid: bool,
+    },
+    /// The credential's access to directory `dir` is not in its most recent access result.
+    Access {
+        /// The directory.
+        dir: u64,
+        /// Where the component to look up in it starts.
+        at: usize,
+    },
+}
+
+impl Blocked {
+    /// Why the walk left the lockless mode.
+    pub fn reason(&self) -> Reason {
+        match self {
+            Blocked::Revalidate { reason, .. } => *reason,
+            Blocked::Access { .. } => Reason::AccessMiss,
+        }
+    }
+}
+
+/// What one walk checks beyond the rename sequence, and what it learnt on the way.
+pub(crate) struct Checks<'a> {
+    fs: Option<&'a dyn Filesystem>,
+    cred: Option<Cred>,
+    after: Option<&'a Unblocked>,
+    ticks: &'a Ticks,
+    now: Option<u32>,
+    access_hits: u64,
+}
+
+impl<'a> Checks<'a> {
+    pub(crate) fn new(
+        cache: &'a Dcache,
+        fs: Option<&'a dyn Filesystem>,
+        cred: Option<Cred>,
+        after: Option<&'a Unblocked>,
+    ) -> Self {
+        Checks { fs, cred, after, ticks: &cache.ticks, now: None, access_hits: 0 }
+    }
+
+    /// The current tick for the walk's checks, read once per walk.
+    #[inline]
+    pub(crate) fn now(&mut self) -> u32 {
+        match self.now {
+            Some(t) => t,
+            None => *self.now.insert(self.ticks.now()),
+        }
+    }
+
+    /// The access check of directory `dir` before the component at `at` is looked up in it:
+    /// `None` to go on.
+    #[inline]
+    pub(crate) fn search<'g>(&mut self, dir: &Inode, at: usize) -> Option<Stop<'g>> {
+        let cred = self.cred?;
+        match dir.access.check(&cred, Mask::EXEC, || self.now()) {
+            Some(true) => {
+                self.access_hits += 1;
+                None
+            }
+            Some(false) => {
+                self.access_hits += 1;
+                Some(Stop::Denied { dir: dir.ino(), at })
+            }
+            None => self.settled_search(dir, &cred, at),
+        }
+    }
+
+    /// An access miss: what the last `unblock` settled for it, or the blocking path.
+    #[cold]
+    fn settled_search<'g>(&self, dir: &Inode, cred: &Cred, at: usize) -> Option<Stop<'g>> {
+        match self.after.and_then(|after| after.search(dir, cred)) {
+            Some(true) => None,
+            Some(false) => Some(Stop::Denied { dir: dir.ino(), at }),
+            None => Some(Stop::Blocked(Blocked::Access { dir: dir.ino(), at })),
+        }
+    }
+
+    /// A stale dentry `name` in `dir`: the lockless revalidation (see the rules).
+    #[cold]
+    pub(crate) fn revalidate<'g>(
+        &mut self,
+        cache: &'g Dcache,
+        dir: &'g Inode,
+        name: &[u8],
+        at: usize,
+        stale: Stale<'g>,
+    ) -> Result<Lookup<'g>, Blocked> {
+        let blocked = |reason, invalid| Blocked::Revalidate {
+            parent: dir.ino(),
+            name: name.to_vec(),
+            at,
+            reason,
+            invalid,
+        };
+        if let Some(inode) = self.after.and_then(|after| after.answer(dir, name, &stale)) {
+            return Ok(inode.map_or(Lookup::Negative, Lookup::Hit));
+        }
+        let Some(fs) = self.fs else { return Err(blocked(stale.reason, false)) };
+        // Before asking: a refresh carries no newer generation than the answer saw.
+        let generation = dir.dir_gen();
+        let cached = cached(&stale, generation, self.now());
+        cache.events.bump(Event::Revalidation);
+        match fs.revalidate(dir.ino(), name, cached, false) {
+            Revalidate::Valid { ttl } => {
+                let was = seen(stale.inode, stale.word);
+                if let Some(ttl) = cache.refresh_ttl(ttl, was, generation)
+                    && let Some(lock) = cache.try_lock_name(dir.ino(), name)
+                {
+                    cache.refresh(&lock, stale.entry, was, ttl, generation);
+                }
+                Ok(stale.inode.map_or(Lookup::Negative, Lookup::Hit))
+            }
+            Revalidate::Invalid => Err(blocked(stale.reason, true)),
+            Revalidate::NeedsBlock => Err(blocked(Reason::NeedsBlock, false)),
+        }
+    }
+
+    /// Adds up what the walk counted.
+    pub(crate) fn finish(self, cache: &Dcache) {
+        if self.access_hits > 0 {
+            cache.events.add(Event::AccessHit, self.access_hits);
+        }
+    }
+}
+
+/// A dentry's state as a revalidation saw it: its inode pointer (compared, never followed)
+/// and its validity word.
+type Seen = (*const Inode, Validity);
+
+fn seen(inode: Option<&Inode>, word: Validity) -> Seen {
+    (inode.map_or(std::ptr::null(), |i| i as *const Inode), word)
+}
+
+/// What the filesystem is told about a stale dentry.
+fn cached(stale: &Stale<'_>, generation: u32, now: u32) -> Cached {
+    let expiry = stale.word.expiry();
+    Cached {
+        inode: stale.inode.map(Inode::spec),
+        expired: expiry != NEVER && now >= expiry,
+        dir_changed: stale.word.generation() != generation,
+    }
+}
+
+impl Dcache {
+    /// How long a dentry seen as `was` is trusted after an answer "valid for `ttl`" (`None`:
+    /// the configured timeout of its polarity) asked at `generation`; `None` if a refresh
+    /// would change nothing a reader acts on: the word would be expired at once and records
+    /// the generation the dentry has already (see the rules: the answer serves only the walk
+    /// that asked, and nothing is written).
+    fn refresh_ttl(&self, ttl: Option<Duration>, was: Seen, generation: u32) -> Option<Duration> {
+        let (inode, word) = was;
+        let ttl = ttl.unwrap_or(self.timeouts.of(inode.is_null()));
+        let lasts = self.ticks.expiry(ttl) > self.ticks.now();
+        (lasts || word.generation() != generation).then_some(ttl)
+    }
+
+    /// Refreshes a revalidated dentry if it is still as the revalidation saw it: expiry `ttl`
+    /// from now, generation `generation`.
+    fn refresh(
+        &self,
+        names: &NameLock<'_>,
+        entry: &DentryEntry,
+        (inode, word): Seen,
+        ttl: Duration,
+        generation: u32,
+    ) {
+        let slot = entry.value();
+        if slot.inode_ptr() != inode || slot.validity() != word {
+            return; // changed meanwhile: the changer's word stands
+        }
+        entry.set_validity(self.word(entry.parent(), ttl, Some(generation)), names);
+    }
+}
