@@ -30,13 +30,8 @@
 use std::hash::{BuildHasher, RandomState};
 use std::sync::OnceLock;
 
-use udcache_neghash::epoch::{self, Guard};
-
-use crate::cache::Dcache;
 use crate::clock::Ticks;
-use crate::error::Error;
 use crate::seq::SeqWords;
-use crate::stats::Event;
 use crate::sync::{AtomicU32, Mutex, Ordering, lock};
 
 /// Results kept per inode (the locked list); the oldest goes first.
@@ -91,7 +86,7 @@ impl Cred {
 
 /// Access rights, as `access(2)`'s `R_OK | W_OK | X_OK`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Mask(u8);
+pub struct Mask(pub(crate) u8);
 
 impl Mask {
     /// No right.
@@ -146,7 +141,7 @@ pub enum Permission {
 }
 
 impl Permission {
-    fn of(answer: Option<bool>) -> Self {
+    pub(crate) fn of(answer: Option<bool>) -> Self {
         match answer {
             Some(true) => Permission::Allowed,
             Some(false) => Permission::Denied,
@@ -164,8 +159,8 @@ impl Permission {
 /// file under the same number only if both that and the generation agree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AccessStamp {
-    object: u32,
-    generation: u32,
+    pub(crate) object: u32,
+    pub(crate) generation: u32,
 }
 
 impl AccessStamp {
@@ -200,11 +195,11 @@ impl AccessStamp {
 
 /// One cached result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Granted {
-    cred: Cred,
-    allowed: Mask,
-    expiry: u32,
-    generation: u32,
+pub(crate) struct Granted {
+    pub(crate) cred: Cred,
+    pub(crate) allowed: Mask,
+    pub(crate) expiry: u32,
+    pub(crate) generation: u32,
 }
 
 /// Marks a filled `mru` (an all-zero one is empty, not root's result).
@@ -255,7 +250,7 @@ impl AccessCache {
         }
     }
 
-    fn generation(&self) -> u32 {
+    pub(crate) fn generation(&self) -> u32 {
         // Acquire: pairs with the Release bump of `revoke`: a filler that reads the new value
         // asks the filesystem after the attribute change it was told of.
         self.generation.load(Ordering::Acquire)
@@ -269,7 +264,7 @@ impl AccessCache {
     }
 
     /// The locked lookup: a trusted result for `cred` becomes the most recent.
-    fn lookup(&self, cred: &Cred, ticks: &Ticks) -> Option<Mask> {
+    pub(crate) fn lookup(&self, cred: &Cred, ticks: &Ticks) -> Option<Mask> {
         let mut all = lock(&self.all);
         let generation = self.generation();
         let at = all.iter().rposition(|g| g.trusted(cred, generation, || ticks.now()))?;
@@ -283,7 +278,7 @@ impl AccessCache {
 
     /// Files a result filled under generation `g.generation`; dropped (`false`) if that is not
     /// current.
-    fn store(&self, g: Granted) -> bool {
+    pub(crate) fn store(&self, g: Granted) -> bool {
         let mut all = lock(&self.all);
         if g.generation != self.generation() {
             return false;
@@ -353,5 +348,4 @@ mod tests {
         c.store(granted(7, 0)); // filled before the revocation: not filed
         assert_eq!(c.lookup(&granted(7, 0).cred, &ticks), None);
     }
-
 }

@@ -48,30 +48,29 @@
 //!   `forget`.
 
 use std::mem::ManuallyDrop;
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
 use udcache_gp::GpPool;
 use udcache_readdir::ReaddirCache;
 
-use udcache_neghash::{Held, KeyHash, NameHash, NegHash, epoch, epoch::Guard};
+use udcache_neghash::{Held, NameHash, NegHash, epoch, epoch::Guard};
 
 use crate::attr::Attr;
-use crate::clock::{Clock, CoarseClock, Ticks};
+use crate::clock::Ticks;
+use crate::config::{Config, UnlinkPolicy};
 use crate::dentry::{
     Dentry, DentryEntry, DentryWrites, Exclusive, InodeLock, NameLock, Named, Slot,
 };
+use crate::dirstate::DirState;
 use crate::error::Error;
-use crate::fetch::{Filesystem, Inflight};
-use crate::inode::{FileType, Inode, InodeSpec};
-use crate::listing;
+use crate::fs::{FileType, Filesystem, InodeSpec};
+use crate::inflight::Inflight;
+use crate::inode::{Inode, InodeRef};
 use crate::name::validate_name;
-use crate::recycle::InodeRef;
-use crate::rename::{RenameHold, RenameSeq};
+use crate::rename::RenameSeq;
 use crate::stats::{Event, Events, Stats};
 use crate::sync::{Mutex, MutexGuard, lock};
-use crate::tree::DirState;
 use crate::valid::{Reason, Timeouts, Validity};
 
 /// The root directory's inode number (FUSE's `FUSE_ROOT_ID`). Every cache starts with it.
@@ -81,7 +80,7 @@ pub const ROOT_INO: u64 = 1;
 const STRIPES: usize = 64;
 
 /// The parent id under which the inode table keys inode numbers.
-const INODE_KEY_PARENT: u64 = 0;
+pub(crate) const INODE_KEY_PARENT: u64 = 0;
 
 /// What [`Dcache::lookup`] found.
 #[derive(Clone, Copy, Debug)]
@@ -144,15 +143,15 @@ pub(crate) struct MovingLock<'a> {
 /// See the [crate docs](crate).
 pub struct Dcache {
     pub(crate) names: NegHash<Dentry>,
-    inodes: NegHash<Slot>,
+    pub(crate) inodes: NegHash<Slot>,
     name_locks: Box<[Mutex<()>]>,
     inode_locks: Box<[Mutex<()>]>,
     pub(crate) rename: RenameSeq,
     pub(crate) events: Events,
     pub(crate) inflight: Inflight,
-    unlink: UnlinkPolicy,
+    pub(crate) unlink: UnlinkPolicy,
     pub(crate) readdir_cache: ReaddirCache,
-    pool: ManuallyDrop<Box<GpPool<Inode>>>,
+    pub(crate) pool: ManuallyDrop<Box<GpPool<Inode>>>,
     /// A count of the root's inode, given back in `drop` before the pool goes.
     root: ManuallyDrop<InodeRef>,
     pub(crate) ticks: Ticks,
@@ -160,7 +159,7 @@ pub struct Dcache {
     fs: Option<Arc<dyn Filesystem>>,
 }
 
-fn ino_key(ino: u64) -> [u8; 8] {
+pub(crate) fn ino_key(ino: u64) -> [u8; 8] {
     ino.to_le_bytes()
 }
 
@@ -189,7 +188,7 @@ impl Dcache {
         // The tables first: nothing else is made until they are.
         let names = NegHash::try_new(config.names).map_err(|_| Error::OutOfMemory)?;
         let inodes = NegHash::try_new(config.inodes).map_err(|_| Error::OutOfMemory)?;
-        let pool = ManuallyDrop::new(crate::recycle::new_pool());
+        let pool = ManuallyDrop::new(crate::inode::new_pool());
         let root = InodeSpec { ino: ROOT_INO, kind: FileType::Directory, fs_data: 0 };
         let root = InodeRef::new(&pool, root, ROOT_INO, 1);
         let cache = Dcache {
@@ -390,7 +389,7 @@ impl Dcache {
     }
 
     /// [`Dcache::word`] for a child of `dir`, already in hand.
-    fn word_in(&self, dir: &Inode, ttl: Duration, asked: Option<u32>) -> Validity {
+    pub(crate) fn word_in(&self, dir: &Inode, ttl: Duration, asked: Option<u32>) -> Validity {
         self.word_at(dir.dir_gen(), ttl, asked)
     }
 
@@ -423,7 +422,7 @@ impl Dcache {
     }
 
     /// Whether `(parent, name)` is a positive dentry now.
-    fn is_positive(&self, parent: u64, name: &[u8]) -> bool {
+    pub(crate) fn is_positive(&self, parent: u64, name: &[u8]) -> bool {
         matches!(self.step(&epoch::pin(), parent, name), Lookup::Hit(_))
     }
 
@@ -464,7 +463,7 @@ impl Dcache {
         NameLock { _guards: (first, Some(lock(&self.name_locks[hi]))) }
     }
 
-    fn lock_inode(&self, ino: u64) -> InodeLock<'_> {
+    pub(crate) fn lock_inode(&self, ino: u64) -> InodeLock<'_> {
         InodeLock { _guard: lock(&self.inode_locks[Self::inode_stripe(ino)]) }
     }
 

@@ -1,3 +1,13 @@
+//! How a cache is sized and behaves: [`Config`].
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+
+use udcache_neghash::KeyHash;
+
+use crate::clock::{Clock, CoarseClock};
+use crate::fs::Filesystem;
+use crate::valid::Timeouts;
 
 /// What `unlink` (and the source of a `rename`) leaves behind, like Linux's
 /// `fs.dentry-negative` sysctl.
@@ -14,19 +24,19 @@ pub enum UnlinkPolicy {
 /// How a [`Dcache`] is sized and behaves.
 #[derive(Clone, Debug)]
 pub struct Config {
-    names: udcache_neghash::Config,
-    inodes: udcache_neghash::Config,
-    unlink: UnlinkPolicy,
-    readdir_pages: NonZeroUsize,
-    page_entries: NonZeroUsize,
-    timeouts: Timeouts,
-    clock: SharedClock,
-    fs: Option<SharedFs>,
+    pub(crate) names: udcache_neghash::Config,
+    pub(crate) inodes: udcache_neghash::Config,
+    pub(crate) unlink: UnlinkPolicy,
+    pub(crate) readdir_pages: NonZeroUsize,
+    pub(crate) page_entries: NonZeroUsize,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) clock: SharedClock,
+    pub(crate) fs: Option<SharedFs>,
 }
 
 /// The configured filesystem (a newtype only so that `Config` can be `Debug`).
 #[derive(Clone)]
-struct SharedFs(Arc<dyn Filesystem>);
+pub(crate) struct SharedFs(pub(crate) Arc<dyn Filesystem>);
 
 impl std::fmt::Debug for SharedFs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -36,7 +46,7 @@ impl std::fmt::Debug for SharedFs {
 
 /// The configured clock (a newtype only so that `Config` can be `Debug`).
 #[derive(Clone)]
-struct SharedClock(Arc<dyn Clock>);
+pub(crate) struct SharedClock(pub(crate) Arc<dyn Clock>);
 
 impl std::fmt::Debug for SharedClock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

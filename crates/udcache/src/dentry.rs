@@ -43,8 +43,8 @@ use std::ptr::NonNull;
 
 use udcache_neghash::epoch::Guard;
 
-use crate::inode::{FileType, Inode};
-use crate::recycle::InodeRef;
+use crate::fs::FileType;
+use crate::inode::{Inode, InodeRef};
 use crate::sync::{AtomicPtr, AtomicU64, MutexGuard, Ordering};
 use crate::valid::Validity;
 

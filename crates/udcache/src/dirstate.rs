@@ -1,8 +1,18 @@
+//! A directory's own state: its positive children and its listing cache (rules in
+//! `writers/tree.rs` and `listing.rs`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use udcache_readdir::{Backend, DirCache, Fill, FillError};
+
+use crate::fs::{Filesystem, InodeSpec};
+use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
 
 /// A directory's own state.
 pub(crate) struct DirState {
-    children: Mutex<HashMap<Box<[u8]>, InodeSpec>>,
-    had_negatives: AtomicBool,
+    pub(crate) children: Mutex<HashMap<Box<[u8]>, InodeSpec>>,
+    pub(crate) had_negatives: AtomicBool,
     /// The filesystem's last reported verifier (change attribute), if any (`Dcache::dir_changed`).
     pub(crate) verifier: AtomicU64,
     pub(crate) has_verifier: AtomicBool,
@@ -27,7 +37,7 @@ impl Default for DirState {
 }
 
 impl DirState {
-    fn snapshot(&self) -> Vec<Child> {
+    pub(crate) fn snapshot(&self) -> Vec<Child> {
         lock(&self.children)
             .iter()
             .map(|(name, &inode)| Child { name: name.to_vec(), inode })
@@ -58,8 +68,8 @@ pub(crate) type Listing = DirCache<Lister>;
 
 /// The backend of one directory's listing: the filesystem's readdir of that directory.
 pub(crate) struct Lister {
-    fs: Arc<dyn Filesystem>,
-    dir: u64,
+    pub(crate) fs: Arc<dyn Filesystem>,
+    pub(crate) dir: u64,
 }
 
 impl Backend for Lister {

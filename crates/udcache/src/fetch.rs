@@ -33,21 +33,19 @@
 //!   is taken (filing the answer happens before the map lock).
 
 use std::sync::Arc;
-#[cfg(not(loom))]
-use std::time::{Duration, Instant};
 
 use udcache_neghash::epoch;
-use udcache_readdir::{Fill, FillError};
 
-use crate::access::{Cred, Mask};
-use crate::cache::{Dcache, Found};
-use crate::error::{Errno, Error};
-use crate::inode::InodeSpec;
+use crate::cache::{Dcache, Found, Stale};
+use crate::dentry::DentryWrites;
+use crate::error::Error;
+use crate::fs::{Filesystem, InodeSpec, Resolved, Revalidate};
+use crate::inflight::{Call, Ending, Settle};
 use crate::name::validate_name;
-use crate::reval::{Cached, Revalidate, Settled};
-use crate::splice::Spliced;
 use crate::stats::Event;
-use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, lock, spin};
+use crate::sync::lock;
+use crate::walk::{cached, seen};
+use crate::writers::Spliced;
 
 /// What the cache holds for a name, as a miss sees it.
 enum InCache {

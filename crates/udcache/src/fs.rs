@@ -1,3 +1,13 @@
+//! The filesystem behind the cache and what passes between them: the [`Filesystem`] trait,
+//! the inodes it names ([`InodeSpec`]), and its answers to a miss ([`Resolved`]) and to a
+//! revalidation ([`Revalidate`] of what is [`Cached`]).
+
+use std::time::Duration;
+
+use udcache_readdir::{Fill, FillError};
+
+use crate::access::{Cred, Mask};
+use crate::error::Errno;
 
 /// The type of file an inode is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,6 +1,16 @@
+//! The filesystem calls in flight, one per name, and how their waiters get the answer (the
+//! rules are in `fetch.rs`).
+
+use std::sync::Arc;
+#[cfg(not(loom))]
+use std::time::{Duration, Instant};
+
+use crate::error::{Errno, Error};
+use crate::fs::Resolved;
+use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, lock, spin};
 
 /// What one call settled: an answer, or `None` when a revalidation alone dropped the dentry.
-type Settle = Result<Option<Resolved>, Error>;
+pub(crate) type Settle = Result<Option<Resolved>, Error>;
 
 /// How long after a call starts its waiters spin before they sleep: about what a sleep and a
 /// wake-up cost, so a waiter of a call that ends sooner never sleeps, and one of a slower call
@@ -9,9 +19,9 @@ type Settle = Result<Option<Resolved>, Error>;
 const SPIN: Duration = Duration::from_micros(20);
 
 /// One filesystem call in flight for the name `(parent, name)`.
-struct Call {
-    parent: u64,
-    name: Box<[u8]>,
+pub(crate) struct Call {
+    pub(crate) parent: u64,
+    pub(crate) name: Box<[u8]>,
     /// When the call started: its waiters spin until it is [`SPIN`] old.
     #[cfg(not(loom))]
     started: Instant,
@@ -28,7 +38,7 @@ struct CallState {
 }
 
 impl Call {
-    fn new(parent: u64, name: &[u8]) -> Self {
+    pub(crate) fn new(parent: u64, name: &[u8]) -> Self {
         Call {
             parent,
             name: name.into(),
@@ -40,7 +50,7 @@ impl Call {
         }
     }
 
-    fn is_for(&self, parent: u64, name: &[u8]) -> bool {
+    pub(crate) fn is_for(&self, parent: u64, name: &[u8]) -> bool {
         self.parent == parent && *self.name == *name
     }
 
@@ -62,7 +72,7 @@ impl Call {
 
     /// The caller's answer, waited for as the rules say: spinning while the call is young,
     /// then asleep. Also whether this waiter slept.
-    fn answer(&self) -> (Settle, bool) {
+    pub(crate) fn answer(&self) -> (Settle, bool) {
         let mut spins = 0;
         // Acquire: pairs with the Release store in `Ending::drop`, made after the answer was
         // set; the answer itself is read under the mutex below, so this only ends the spin.
@@ -86,7 +96,7 @@ impl Call {
 
 /// The calls in flight.
 pub(crate) struct Inflight {
-    calls: Mutex<Vec<Arc<Call>>>,
+    pub(crate) calls: Mutex<Vec<Arc<Call>>>,
 }
 
 impl Inflight {
@@ -98,11 +108,11 @@ impl Inflight {
 /// Ends a call when its caller is done with it, answered or not: takes it off the list and
 /// wakes its waiters with the answer. A filesystem that panics unwinds through it, so the
 /// waiters get `EIO` (and the next miss calls again) instead of sleeping for ever.
-struct Ending<'a> {
-    inflight: &'a Inflight,
-    call: &'a Call,
+pub(crate) struct Ending<'a> {
+    pub(crate) inflight: &'a Inflight,
+    pub(crate) call: &'a Call,
     /// The caller's answer; `None` while the filesystem runs.
-    answer: Option<Settle>,
+    pub(crate) answer: Option<Settle>,
 }
 
 impl Drop for Ending<'_> {

@@ -159,46 +159,51 @@
 //! coarser than the kernel's per-dentry check (any rename sends overlapping walks to the
 //! fallback).
 
+// Layered: each module imports only from those above it in this list.
 mod access;
 mod attr;
 mod cache;
 mod clock;
+mod config;
 mod dentry;
+mod dirstate;
 mod error;
 mod fetch;
+mod fs;
+mod inflight;
 mod inode;
 mod listing;
 mod name;
-mod recycle;
+mod permit;
 mod rename;
 mod reval;
 mod seq;
-mod splice;
 mod stats;
 mod sync;
-mod tree;
 mod unblocked;
 mod valid;
 mod walk;
+mod writers;
 
 pub use access::{ACCESS_PER_INODE, AccessStamp, Cred, Mask, Permission};
 pub use attr::Attr;
-pub use cache::{Config, Dcache, Lookup, ROOT_INO, UnlinkPolicy};
+pub use cache::{Dcache, Lookup, ROOT_INO};
 pub use clock::{Clock, CoarseClock, ManualClock};
+pub use config::{Config, UnlinkPolicy};
 pub use dentry::Named;
+pub use dirstate::Child;
 pub use error::{Errno, Error, InvalidName};
-pub use fetch::{Filesystem, Resolved, defaults};
-pub use inode::{FileType, Inode, InodeSpec};
+pub use fs::{Cached, FileType, Filesystem, InodeSpec, Resolved, Revalidate, defaults};
+pub use inode::Inode;
 pub use name::{NAME_MAX, validate_name};
-pub use rename::RenameMode;
-pub use reval::{Blocked, Cached, Checked, OnMiss, PathEnd, Revalidate};
+pub use reval::{Checked, OnMiss, PathEnd};
 pub use stats::Stats;
-pub use tree::{Child, Visit};
 pub use udcache_neghash::epoch;
 pub use udcache_readdir as readdir;
 pub use unblocked::Unblocked;
 pub use valid::{Reason, Timeouts};
-pub use walk::Walk;
+pub use walk::{Blocked, Walk};
+pub use writers::{RenameMode, Visit};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

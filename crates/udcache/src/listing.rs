@@ -54,19 +54,18 @@
 //!   A directory's report lock is taken with no other lock held, and before its listing's
 //!   mutex.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use udcache_neghash::epoch;
-use udcache_readdir::{Backend, Batch, DirCache, Fill, FillError, Verifier};
+use udcache_readdir::{Batch, Verifier};
 
 use crate::cache::Dcache;
+use crate::dirstate::{DirState, Lister};
 use crate::error::Error;
-use crate::fetch::Filesystem;
 use crate::inode::Inode;
 use crate::stats::Event;
 use crate::sync::{Ordering, lock};
-use crate::tree::DirState;
+use crate::writers::changed;
 
 /// Directory listings and directory changes.
 impl Dcache {
@@ -211,5 +210,4 @@ impl Dcache {
         }
         absent
     }
-
 }

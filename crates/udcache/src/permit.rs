@@ -1,3 +1,12 @@
+//! Access checks of the cache: the lockless check, the locked lookup and fill, and
+//! revocation, on each inode's access results (rules in `access.rs`).
+
+use udcache_neghash::epoch::{self, Guard};
+
+use crate::access::{AccessStamp, Cred, Granted, Mask, Permission};
+use crate::cache::Dcache;
+use crate::error::Error;
+use crate::stats::Event;
 
 /// Access checks: the cached permission results of each inode and credential.
 impl Dcache {
@@ -149,6 +158,8 @@ impl Dcache {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// A raw stamp round-trips; a forged one is refused unless it matches the inode's current
     /// state, and then (the worst it can do) files a result computed before a revocation.
     #[test]

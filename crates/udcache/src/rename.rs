@@ -31,11 +31,6 @@
 //!   each of the four with the count alone (the cache's own models pin epochs, whose fences
 //!   would hide a weakened one).
 
-use udcache_neghash::epoch::Guard;
-
-use crate::UnlinkPolicy;
-use crate::cache::{Lookup, MovingLock};
-use crate::dentry::{DentryWrites, NameLock};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering, fence, lock};
 
 /// The rename lock and sequence count.

@@ -3,28 +3,7 @@
 //!
 //! # Rules
 //!
-//! - **Lockless checks.** A walk ([`Dcache::walk`], [`Dcache::walk_as`]) checks each dentry's
-//!   validity word (see `valid.rs`) and, in `walk_as` with a credential, the most recent
-//!   access result of each directory it searches (see `access.rs`): loads and compares
-//!   only. The clock is read once per walk at most for those checks (a refresh after a
-//!   lockless [`Revalidate::Valid`] reads it again to date the new expiry).
-//! - **Pushing the block late.** A dentry that fails the check is offered to
-//!   [`Filesystem::revalidate`] with `may_block = false` (in `walk_as`): the filesystem may
-//!   answer from what it knows without blocking ([`Revalidate::Valid`]: the walk goes on,
-//!   lockless, and the dentry is refreshed if its name lock is free — a `try_lock`, never a
-//!   wait), or say it is stale ([`Revalidate::Invalid`]) or that it must block
-//!   ([`Revalidate::NeedsBlock`]). Only those two, an access miss, or no filesystem to ask
-//!   (plain `walk`) end the lockless walk: it returns [`Checked::Blocked`] (plain `walk`: a
-//!   [`Walk::Miss`] at that component), counted under its [`Reason`].
-//! - **Refreshes that would change nothing are skipped.** Expiries round down to a tick
-//!   (16.8 ms, see `clock.rs`), so a [`Revalidate::Valid`] whose timeout ends within the
-//!   current tick would file a word that is already expired. If that word would also record
-//!   the generation the dentry has already, nothing is written (no name lock either): the
-//!   answer serves the walk that asked, and the next use asks again. A filesystem that answers
-//!   from a cache about to expire (NFS's attributes in their last tick) would otherwise have
-//!   every walk write the dentries all threads read. A new generation is still written, expired
-//!   or not: a negative revalidated after its directory changed is then asked about as expired,
-//!   not as changed (which NFS answers only with a LOOKUP).
+//! - **Lockless checks**: see `walk/checks.rs`.
 //! - **The blocking path** ([`Dcache::unblock`], and [`Dcache::resolve`] for a stale name) runs
 //!   with no lock held and no guard pinned while the filesystem is asked. A revalidation reads
 //!   the parent's generation first, asks with `may_block = true`, then, under the name's
@@ -48,17 +27,15 @@ use std::time::Duration;
 use udcache_neghash::epoch::{self, Guard};
 
 use crate::access::{Cred, Mask};
-use crate::cache::{Dcache, Lookup, Stale};
-use crate::clock::{NEVER, Ticks};
-use crate::dentry::{DentryEntry, DentryWrites, NameLock};
+use crate::cache::Dcache;
+use crate::dentry::DentryWrites;
 use crate::error::Error;
-use crate::fetch::{Filesystem, Resolved};
-use crate::inode::{Inode, InodeSpec};
+use crate::fs::{InodeSpec, Resolved};
 use crate::name::validate_name;
 use crate::stats::Event;
 use crate::unblocked::Unblocked;
-use crate::valid::{Reason, Validity};
-use crate::walk::{Stop, Walk, validate_path};
+use crate::valid::Validity;
+use crate::walk::{Blocked, Checks, Stop, Walk, validate_path};
 
 /// How a [`Dcache::walk_as`] ended.
 #[derive(Clone, Debug)]
@@ -389,7 +366,6 @@ impl Dcache {
         found.set_validity(Validity::new(expiry, word.generation()), &names);
         Ok(())
     }
-
 }
 
 #[cfg(test)]
@@ -398,6 +374,7 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
+    use crate::fs::{Cached, Filesystem, Revalidate};
     use crate::{Config, Errno, ROOT_INO, Timeouts};
 
     /// Answers every revalidation "valid for" its current `ttl`, in nanoseconds.

@@ -24,7 +24,7 @@
 
 use crate::access::{AccessStamp, Cred};
 use crate::cache::Stale;
-use crate::fetch::Resolved;
+use crate::fs::Resolved;
 use crate::inode::Inode;
 
 /// What [`Dcache::unblock`](crate::Dcache::unblock) settled with the filesystem during one

@@ -29,9 +29,13 @@
 
 use crate::access::AccessCache;
 use crate::attr::{Attr, AttrCell};
-use crate::recycle::Pool;
+use crate::dirstate::DirState;
+use crate::fs::{FileType, InodeSpec};
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, lock};
-use crate::tree::DirState;
+
+mod recycle;
+
+pub(crate) use recycle::{InodeRef, Pool, new_pool};
 
 /// A cached inode. Borrowed under an epoch guard from [`Dcache::lookup`](crate::Dcache::lookup)
 /// and [`Dcache::walk`](crate::Dcache::walk).

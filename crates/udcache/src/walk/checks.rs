@@ -1,3 +1,44 @@
+//! The lockless checks of a revalidating walk: each dentry's validity, each directory's
+//! most recent access result, and the filesystem asked without blocking.
+//!
+//! # Rules
+//!
+//! - **Lockless checks.** A walk ([`Dcache::walk`], [`Dcache::walk_as`]) checks each dentry's
+//!   validity word (see `valid.rs`) and, in `walk_as` with a credential, the most recent
+//!   access result of each directory it searches (see `access.rs`): loads and compares
+//!   only. The clock is read once per walk at most for those checks (a refresh after a
+//!   lockless [`Revalidate::Valid`] reads it again to date the new expiry).
+//! - **Pushing the block late.** A dentry that fails the check is offered to
+//!   [`Filesystem::revalidate`] with `may_block = false` (in `walk_as`): the filesystem may
+//!   answer from what it knows without blocking ([`Revalidate::Valid`]: the walk goes on,
+//!   lockless, and the dentry is refreshed if its name lock is free — a `try_lock`, never a
+//!   wait), or say it is stale ([`Revalidate::Invalid`]) or that it must block
+//!   ([`Revalidate::NeedsBlock`]). Only those two, an access miss, or no filesystem to ask
+//!   (plain `walk`) end the lockless walk: it returns [`Checked::Blocked`] (plain `walk`: a
+//!   [`Walk::Miss`] at that component), counted under its [`Reason`].
+//! - **Refreshes that would change nothing are skipped.** Expiries round down to a tick
+//!   (16.8 ms, see `clock.rs`), so a [`Revalidate::Valid`] whose timeout ends within the
+//!   current tick would file a word that is already expired. If that word would also record
+//!   the generation the dentry has already, nothing is written (no name lock either): the
+//!   answer serves the walk that asked, and the next use asks again. A filesystem that answers
+//!   from a cache about to expire (NFS's attributes in their last tick) would otherwise have
+//!   every walk write the dentries all threads read. A new generation is still written, expired
+//!   or not: a negative revalidated after its directory changed is then asked about as expired,
+//!   not as changed (which NFS answers only with a LOOKUP).
+
+use std::time::Duration;
+
+use crate::access::{Cred, Mask};
+use crate::cache::{Dcache, Lookup, Stale};
+use crate::clock::{NEVER, Ticks};
+use crate::dentry::{DentryEntry, DentryWrites, NameLock};
+use crate::fs::{Cached, Filesystem, Revalidate};
+use crate::inode::Inode;
+use crate::stats::Event;
+use crate::unblocked::Unblocked;
+use crate::valid::{Reason, Validity};
+
+use super::Stop;
 
 /// Why a [`Dcache::walk_as`] left the lockless mode: the blocking work to do
 /// ([`Dcache::unblock`]) before walking again.
@@ -144,14 +185,14 @@ impl<'a> Checks<'a> {
 
 /// A dentry's state as a revalidation saw it: its inode pointer (compared, never followed)
 /// and its validity word.
-type Seen = (*const Inode, Validity);
+pub(crate) type Seen = (*const Inode, Validity);
 
-fn seen(inode: Option<&Inode>, word: Validity) -> Seen {
+pub(crate) fn seen(inode: Option<&Inode>, word: Validity) -> Seen {
     (inode.map_or(std::ptr::null(), |i| i as *const Inode), word)
 }
 
 /// What the filesystem is told about a stale dentry.
-fn cached(stale: &Stale<'_>, generation: u32, now: u32) -> Cached {
+pub(crate) fn cached(stale: &Stale<'_>, generation: u32, now: u32) -> Cached {
     let expiry = stale.word.expiry();
     Cached {
         inode: stale.inode.map(Inode::spec),
@@ -166,7 +207,12 @@ impl Dcache {
     /// would change nothing a reader acts on: the word would be expired at once and records
     /// the generation the dentry has already (see the rules: the answer serves only the walk
     /// that asked, and nothing is written).
-    fn refresh_ttl(&self, ttl: Option<Duration>, was: Seen, generation: u32) -> Option<Duration> {
+    pub(crate) fn refresh_ttl(
+        &self,
+        ttl: Option<Duration>,
+        was: Seen,
+        generation: u32,
+    ) -> Option<Duration> {
         let (inode, word) = was;
         let ttl = ttl.unwrap_or(self.timeouts.of(inode.is_null()));
         let lasts = self.ticks.expiry(ttl) > self.ticks.now();
@@ -175,7 +221,7 @@ impl Dcache {
 
     /// Refreshes a revalidated dentry if it is still as the revalidation saw it: expiry `ttl`
     /// from now, generation `generation`.
-    fn refresh(
+    pub(crate) fn refresh(
         &self,
         names: &NameLock<'_>,
         entry: &DentryEntry,

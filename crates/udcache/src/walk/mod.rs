@@ -39,10 +39,15 @@ use udcache_neghash::epoch::Guard;
 use crate::cache::{Dcache, Found, Lookup};
 use crate::dentry::Named;
 use crate::error::Error;
-use crate::inode::{FileType, Inode};
+use crate::fs::FileType;
+use crate::inode::Inode;
 use crate::name::{NAME_MAX, validate_name};
-use crate::reval::{Blocked, Checks};
 use crate::stats::Event;
+
+mod checks;
+
+pub use checks::Blocked;
+pub(crate) use checks::{Checks, cached, seen};
 
 /// How a [`Dcache::walk`] ended. Offsets are byte offsets into the path.
 #[derive(Clone, Copy, Debug)]

@@ -1,3 +1,10 @@
+//! What writers tell directory listings (the rules are in `listing.rs`).
+
+use udcache_neghash::epoch;
+use udcache_readdir::Verifier;
+
+use crate::cache::Dcache;
+use crate::inode::Inode;
 
 impl Dcache {
     /// Whether `dir` has a listing that may answer for a name without a dentry, now (listed,

@@ -1,3 +1,34 @@
+//! Writers: filing and dropping names and inodes, attribute changes, and memory pressure.
+//! Their locks are the cache's (see `cache.rs`); renames, the tree's invalidation and the
+//! move of a directory renamed behind the cache have modules of their own.
+
+mod listing;
+mod rename;
+mod splice;
+mod tree;
+
+use std::time::Duration;
+
+use udcache_neghash::Held;
+use udcache_neghash::epoch::{self, Guard};
+
+use crate::attr::Attr;
+use crate::cache::{Dcache, INODE_KEY_PARENT, Lookup, ROOT_INO, ino_key};
+use crate::config::UnlinkPolicy;
+use crate::dentry::{Dentry, DentryWrites, InodeLock, NameLock, Slot};
+use crate::error::Error;
+use crate::fs::{FileType, InodeSpec};
+use crate::inode::InodeRef;
+use crate::name::validate_name;
+use crate::rename::RenameHold;
+use crate::valid::Validity;
+
+pub(crate) use listing::changed;
+pub use rename::RenameMode;
+pub(crate) use splice::Spliced;
+pub use tree::Visit;
+
+/// Filing and dropping names and inodes, attributes, and memory pressure.
 
 impl Dcache {
     /// Adds a positive dentry `name` in `parent` naming the inode `spec` (instantiating a

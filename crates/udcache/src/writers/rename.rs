@@ -1,3 +1,10 @@
+//! Renames: moving and exchanging names inside one rename section (see `rename.rs`).
+
+use udcache_neghash::epoch::Guard;
+
+use crate::cache::{Lookup, MovingLock};
+use crate::config::UnlinkPolicy;
+use crate::dentry::{DentryWrites, NameLock};
 
 /// Whether [`Dcache::rename`](crate::Dcache::rename) may replace an existing target.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -79,8 +86,8 @@ impl crate::Dcache {
         }
         // The listings are told before the name locks go: once unlocked, the new name's
         // dentry may be evicted, and a complete listing not yet told would answer it "absent".
-        crate::listing::changed(self, old_parent, None);
-        crate::listing::changed(self, new_parent, None);
+        super::listing::changed(self, old_parent, None);
+        super::listing::changed(self, new_parent, None);
         drop((names, section));
         Ok(())
     }

@@ -25,20 +25,21 @@
 //!   negatives of the dropped directories out of the name table in one pass. Inodes stay
 //!   cached until `forget`.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
+use std::collections::HashSet;
 
 use udcache_neghash::epoch;
 
 use crate::cache::{Dcache, Lookup};
+use crate::config::UnlinkPolicy;
 use crate::dentry::NameLock;
+use crate::dirstate::Child;
 use crate::error::Error;
-use crate::inode::{FileType, Inode, InodeSpec};
-use crate::listing::Listing;
+use crate::fs::FileType;
+use crate::inode::{Inode, InodeRef};
 use crate::name::validate_name;
-use crate::recycle::InodeRef;
-use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
-use crate::{UnlinkPolicy, listing};
+use crate::sync::{Ordering, lock};
+
+use super::listing;
 
 /// What [`Dcache::walk_tree`] does after visiting a child.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
