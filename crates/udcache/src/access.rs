@@ -164,13 +164,6 @@ pub struct AccessStamp {
 }
 
 impl AccessStamp {
-    /// The stamp of the inode object `inode` as it is now.
-    pub(crate) fn of(inode: &crate::Inode) -> Self {
-        // The address in units of the inode's alignment, truncated to 32 bits (see the type).
-        let object = std::ptr::from_ref(inode) as usize / align_of::<crate::Inode>();
-        AccessStamp { object: object as u32, generation: inode.access.generation() }
-    }
-
     /// The stamp as one word (for a C caller, say): lossless, see [`AccessStamp::from_raw`].
     ///
     /// ```

@@ -27,7 +27,7 @@
 //!   `udcache-gp` pool, which reuses it only after a grace period, so `&Inode` borrowed under
 //!   a guard stays the same file while the guard lives.
 
-use crate::access::AccessCache;
+use crate::access::{AccessCache, AccessStamp};
 use crate::attr::{Attr, AttrCell};
 use crate::dirstate::DirState;
 use crate::fs::{FileType, InodeSpec};
@@ -209,6 +209,15 @@ impl Inode {
 
     pub(crate) fn has_alias(&self) -> bool {
         !lock(&self.aliases).is_empty()
+    }
+}
+
+impl AccessStamp {
+    /// The stamp of the inode object `inode` as it is now.
+    pub(crate) fn of(inode: &Inode) -> Self {
+        // The address in units of the inode's alignment, truncated to 32 bits (see the type).
+        let object = std::ptr::from_ref(inode) as usize / align_of::<Inode>();
+        AccessStamp { object: object as u32, generation: inode.access.generation() }
     }
 }
 
