@@ -129,14 +129,14 @@ impl std::ops::BitOr for Mask {
     }
 }
 
-/// A cached access answer ([`Dcache::may_access`], [`Dcache::cached_access`]).
+/// A cached access answer ([`Dcache::may_access`](crate::Dcache::may_access), [`Dcache::cached_access`](crate::Dcache::cached_access)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Permission {
     /// A trusted result grants every right asked.
     Allowed,
     /// A trusted result lacks one of them.
     Denied,
-    /// No trusted result for the credential is cached: ask ([`Dcache::access`]).
+    /// No trusted result for the credential is cached: ask ([`Dcache::access`](crate::Dcache::access)).
     Unknown,
 }
 
@@ -151,7 +151,7 @@ impl Permission {
 }
 
 /// The state of an inode's access results when a caller started computing rights (see
-/// [`Dcache::access_stamp`]).
+/// [`Dcache::access_stamp`](crate::Dcache::access_stamp)).
 ///
 /// It names the inode object (32 bits of its address: a recycled object is renewed, its
 /// generation moving on) and its access generation. Two inode objects whose addresses differ by
@@ -178,7 +178,7 @@ impl AccessStamp {
 
     /// The stamp whose [`AccessStamp::to_raw`] is `raw`. Any word is accepted: a forged or
     /// corrupted one is never dereferenced, only compared, so at worst
-    /// [`Dcache::store_access`] refuses the result (no match) or, if the word matches the
+    /// [`Dcache::store_access`](crate::Dcache::store_access) refuses the result (no match) or, if the word matches the
     /// inode's current state, files it as a fresh stamp would — a result the caller computed
     /// before a revocation may then be stored (stale), which is the caller's mistake to avoid.
     pub fn from_raw(raw: u64) -> Self {

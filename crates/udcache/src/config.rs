@@ -21,7 +21,7 @@ pub enum UnlinkPolicy {
     Drop,
 }
 
-/// How a [`Dcache`] is sized and behaves.
+/// How a [`Dcache`](crate::Dcache) is sized and behaves.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub(crate) names: udcache_neghash::Config,
@@ -86,9 +86,9 @@ impl Config {
 
     /// The filesystem the cache asks on a miss, a stale name, an access check it has no
     /// answer for, and a directory listing it lacks: the one backend of every call that asks
-    /// ([`Dcache::resolve`], [`Dcache::resolve_path`], [`Dcache::access`],
-    /// [`Dcache::readdir`]). A cache without one (the default) is a pure cache: those calls
-    /// answer what is cached and [`Error::NoFilesystem`] where they would have to ask.
+    /// ([`Dcache::resolve`](crate::Dcache::resolve), [`Dcache::resolve_path`](crate::Dcache::resolve_path), [`Dcache::access`](crate::Dcache::access),
+    /// [`Dcache::readdir`](crate::Dcache::readdir)). A cache without one (the default) is a pure cache: those calls
+    /// answer what is cached and [`Error::NoFilesystem`](crate::Error::NoFilesystem) where they would have to ask.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -112,7 +112,7 @@ impl Config {
         self
     }
 
-    /// The clock those timeouts and attribute expiries ([`Dcache::setattr`]) run on (default
+    /// The clock those timeouts and attribute expiries ([`Dcache::setattr`](crate::Dcache::setattr)) run on (default
     /// [`CoarseClock`]; a
     /// [`ManualClock`](crate::ManualClock) for simulated time).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {

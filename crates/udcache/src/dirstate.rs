@@ -54,7 +54,7 @@ impl DirState {
     }
 }
 
-/// A positive child of a directory, as [`Dcache::children`] reports it.
+/// A positive child of a directory, as [`Dcache::children`](crate::Dcache::children) reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Child {
     /// Its name in the directory.

@@ -106,7 +106,7 @@ pub mod defaults {
     }
 }
 
-/// What [`Dcache::resolve`] answers.
+/// What [`Dcache::resolve`](crate::Dcache::resolve) answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resolved {
     /// The name exists: this inode (one lookup of it has been counted).
@@ -135,8 +135,8 @@ pub enum Revalidate {
         /// How long, from now.
         ttl: Option<Duration>,
     },
-    /// It no longer holds: the cache drops the dentry. [`Dcache::resolve`] then looks the name
-    /// up again; a walk ([`Dcache::walk_as`]) ends there as a [`Walk::Miss`].
+    /// It no longer holds: the cache drops the dentry. [`Dcache::resolve`](crate::Dcache::resolve) then looks the name
+    /// up again; a walk ([`Dcache::walk_as`](crate::Dcache::walk_as)) ends there as a [`Walk::Miss`](crate::Walk::Miss).
     Invalid,
     /// The filesystem cannot tell without blocking (only when asked with `may_block = false`;
     /// answered with `may_block = true` it is taken as `Invalid`).

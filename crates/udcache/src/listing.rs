@@ -71,7 +71,7 @@ use crate::writers::changed;
 impl Dcache {
     /// Up to `max` entries of directory `dir` after `cookie` (`0`: from the start), served
     /// from the directory's cookie-indexed cache and read through the filesystem's
-    /// [`readdir`](Filesystem::readdir) for ranges it does not hold. A reader can resume at any cookie it was given, and keeps making
+    /// [`readdir`](crate::Filesystem::readdir) for ranges it does not hold. A reader can resume at any cookie it was given, and keeps making
     /// progress while the directory changes (see [`udcache_readdir`]).
     ///
     /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`], [`Error::Readdir`] (a cookie

@@ -59,7 +59,7 @@ pub enum Checked<'g> {
 /// What [`Dcache::resolve_path`] does with a name the cache does not hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnMiss {
-    /// Asks the filesystem's [`lookup`](Filesystem::lookup) (coalesced with other threads'
+    /// Asks the filesystem's [`lookup`](crate::Filesystem::lookup) (coalesced with other threads'
     /// misses of the name) and goes on from its answer.
     Lookup,
     /// Ends the resolution with [`PathEnd::Miss`]: the caller resolves the component itself
@@ -136,7 +136,7 @@ impl Dcache {
     ///
     /// Each round is a lockless walk (like [`Dcache::walk`], which never asks anyone); it
     /// stays lockless while every name is trusted, every search right is the directory's most
-    /// recent access result, and the filesystem's [`revalidate`](Filesystem::revalidate)
+    /// recent access result, and the filesystem's [`revalidate`](crate::Filesystem::revalidate)
     /// answers without blocking. Otherwise the blocking work is done on this thread with no
     /// lock held and no guard pinned (a revalidation, coalesced with other threads' calls for
     /// the name; an access call for a search right not cached), and the walk starts again,

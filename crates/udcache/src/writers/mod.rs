@@ -176,7 +176,7 @@ impl Dcache {
     }
 
     /// Remembers that `name` does not exist in `parent` (a negative dentry), trusted for
-    /// [`Timeouts::negative`] and while `parent` does not change. If it is remembered already,
+    /// [`Timeouts::negative`](crate::Timeouts::negative) and while `parent` does not change. If it is remembered already,
     /// only its validity is renewed. Negative dentries are bounded per bucket: this one may be
     /// evicted at any time by the bounding rules.
     ///
@@ -353,7 +353,7 @@ impl Dcache {
         }
     }
 
-    /// Caches `attr` for `ino` for `ttl` from now on the cache's [`Clock`] (nanosecond
+    /// Caches `attr` for `ino` for `ttl` from now on the cache's [`Clock`](crate::Clock) (nanosecond
     /// precision; `Duration::ZERO`: expired at once; `Duration::MAX`: never expires). A change
     /// of mode, owner or group forgets every cached access result of the inode (see
     /// `access.rs`) before this returns.
