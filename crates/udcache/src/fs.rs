@@ -136,7 +136,7 @@ pub enum Revalidate {
         ttl: Option<Duration>,
     },
     /// It no longer holds: the cache drops the dentry. [`Dcache::resolve`](crate::Dcache::resolve) then looks the name
-    /// up again; a walk ([`Dcache::walk_as`](crate::Dcache::walk_as)) ends there as a [`Walk::Miss`](crate::Walk::Miss).
+    /// up again; a walk ends there as a [`Walk::Miss`](crate::Walk::Miss).
     Invalid,
     /// The filesystem cannot tell without blocking (only when asked with `may_block = false`;
     /// answered with `may_block = true` it is taken as `Invalid`).

@@ -38,6 +38,8 @@ use crate::valid::Validity;
 use crate::walk::{Blocked, Checks, Stop, Walk, validate_path};
 
 /// How a [`Dcache::walk_as`] ended.
+// Hidden: the revalidating walk's steps, for protocol tests and the bench; see `resolve_path`.
+#[doc(hidden)]
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Checked<'g> {
@@ -259,6 +261,8 @@ impl Dcache {
     /// let walked = cache.walk_as_after(&guard, None, ROOT_INO, "f", &after).unwrap();
     /// assert!(matches!(walked, Checked::Done(Walk::Miss { parent: ROOT_INO, at: 0 })));
     /// ```
+    // Hidden: the revalidating walk's steps, for protocol tests and the bench; see `resolve_path`.
+    #[doc(hidden)]
     pub fn walk_as<'g>(
         &'g self,
         guard: &'g Guard,
@@ -276,6 +280,8 @@ impl Dcache {
     /// [`Dcache::walk_as`].
     ///
     /// Errors: as [`Dcache::walk`].
+    // Hidden: the revalidating walk's steps, for protocol tests and the bench; see `resolve_path`.
+    #[doc(hidden)]
     pub fn walk_as_after<'g>(
         &'g self,
         guard: &'g Guard,
@@ -308,6 +314,8 @@ impl Dcache {
     /// see [`Dcache::walk_as`].
     ///
     /// Errors: the filesystem's errno ([`Error::Backend`]); [`Error::NoFilesystem`].
+    // Hidden: the revalidating walk's steps, for protocol tests and the bench; see `resolve_path`.
+    #[doc(hidden)]
     pub fn unblock(&self, cred: Option<&Cred>, blocked: &Blocked) -> Result<Unblocked, Error> {
         let done = match blocked {
             Blocked::Revalidate { parent, name, invalid: true, .. } => {

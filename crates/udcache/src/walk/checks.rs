@@ -42,6 +42,8 @@ use super::Stop;
 
 /// Why a [`Dcache::walk_as`] left the lockless mode: the blocking work to do
 /// ([`Dcache::unblock`]) before walking again.
+// Hidden: the revalidating walk's steps, for protocol tests and the bench; see `resolve_path`.
+#[doc(hidden)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Blocked {
