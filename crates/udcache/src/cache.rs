@@ -9,7 +9,7 @@
 //!   it (`step`, neghash's `peek`): a writer's look is no use of the name.
 //! - **Inode table** (`inodes`): a second neghash table holding only positive entries, keyed
 //!   `(0, ino as 8 bytes)`, value an `InodeRef` (inodes live in a `udcache-gp` pool: see
-//!   `recycle.rs`); lock-free to read (for `getattr`, `..` and the
+//!   `inode/recycle.rs`); lock-free to read (for `getattr`, `..` and the
 //!   walk's root). An inode is on it from its first `add` until `forget` takes its lookup count
 //!   to zero. The root is on it for the cache's life (`forget` refuses it, `add` refuses its
 //!   number), and the cache keeps one more count of it (`root`), so the commonest start of a
@@ -40,11 +40,11 @@
 //! - **Validity**: each dentry's expiry and parent generation sit beside its slot, written
 //!   under the name's stripe lock with the inode pointer; lockless readers
 //!   ([`Dcache::lookup`], walks, the cached answer of `resolve`) trust only fresh dentries and
-//!   treat the others as misses to revalidate. Rules in `valid.rs` and `reval.rs`.
+//!   treat the others as misses to revalidate. Rules in `valid.rs`, `walk/checks.rs` and `reval.rs`.
 //! - **Eviction**: neghash's rules evict settled *negative* dentries at any time (the bound on
 //!   negatives). Positive dentries leave only through this crate ([`Dcache::shrink`],
 //!   `invalidate`, `unlink`, `forget`), each under the name's stripe lock with the alias list
-//!   and the parent's children map kept in step (see `tree.rs`); inodes leave only by
+//!   and the parent's children map kept in step (see `writers/tree.rs`); inodes leave only by
 //!   `forget`.
 
 use std::mem::ManuallyDrop;
@@ -240,7 +240,7 @@ impl Dcache {
     }
 
     /// The children and listing of cached directory `ino`, borrowed under `guard` with no
-    /// count taken (an inode is not recycled while a guard that saw it lives: `recycle.rs`).
+    /// count taken (an inode is not recycled while a guard that saw it lives: `inode/recycle.rs`).
     pub(crate) fn dir_state<'g>(&'g self, guard: &'g Guard, ino: u64) -> Option<&'g DirState> {
         self.inode(guard, ino)?.dir()
     }
@@ -552,7 +552,7 @@ impl Dcache {
 
 impl Drop for Dcache {
     /// Gives back every inode count the tables hold, now (the tables' entries are freed a
-    /// grace period later), then drops the pool, which frees every inode (see `recycle.rs`).
+    /// grace period later), then drops the pool, which frees every inode (see `inode/recycle.rs`).
     fn drop(&mut self) {
         // The dentries' slots (`Dentry` derefs to its slot), then the inode table's.
         self.names.for_each_entry(|e| drop(Slot::take(e.value(), &Exclusive)));

@@ -56,7 +56,7 @@ pub trait Filesystem: Send + Sync {
     /// its directory changed: `cached` says which). With `may_block` false the cache is in
     /// the middle of a lockless walk: answer only from what is at hand, without locks that
     /// may wait or I/O, and say [`Revalidate::NeedsBlock`] otherwise; the cache asks again
-    /// with `may_block` true. See `reval.rs`.
+    /// with `may_block` true. See `walk/checks.rs` and `reval.rs`.
     ///
     /// The default, [`defaults::revalidate`], blocks for everything: it says `NeedsBlock`,
     /// then asks [`lookup`](Self::lookup) and compares inode numbers.

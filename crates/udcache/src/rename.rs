@@ -7,7 +7,7 @@
 //!   lock opens a section (`WriteSection`: the lock held, as a type).
 //! - **What opens a section**: every operation that can change which inode a *directory* step of
 //!   a path resolves to — `rename` (always), `resolve`'s move of a directory renamed behind the
-//!   cache (`splice.rs`), `unlink` and `invalidate` of a directory, and `forget` that drops a
+//!   cache (`writers/splice.rs`), `unlink` and `invalidate` of a directory, and `forget` that drops a
 //!   directory's names. `unlink` and `invalidate` decide from a lockless look whether the
 //!   name is a directory, then check under the name lock that it still holds that inode, and
 //!   start again if not (`drop_below` asserts that a section is open). Changes to leaves

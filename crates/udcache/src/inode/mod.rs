@@ -4,7 +4,7 @@
 //!
 //! - `ino`, `kind` and `fs_data` never change while the inode is cached: a reader holding
 //!   `&Inode` needs no lock for them. (A recycled inode object gets new ones, but only after a
-//!   grace period: see `recycle.rs`.)
+//!   grace period: see `inode/recycle.rs`.)
 //! - `lookups` (FUSE's `nlookup`) changes only under the inode's stripe lock in
 //!   [`Dcache`](crate::Dcache); it is atomic so that readers can report it.
 //! - `parent` (directories only: the inode number `..` leads to) changes only inside a rename
@@ -21,7 +21,7 @@
 //! - `access` holds the permission results per credential (see `access.rs`). Both are
 //!   reset when the object becomes another file (`init`).
 //! - A directory's [`DirState`] (its positive children and its listing cache) has its own
-//!   rules: see `tree.rs` and `listing.rs`.
+//!   rules: see `writers/tree.rs` and `listing.rs`.
 //! - Retire: an inode is reference counted (`InodeRef`); each
 //!   dentry and the inode table hold one count, and the last count returns it to its
 //!   `udcache-gp` pool, which reuses it only after a grace period, so `&Inode` borrowed under

@@ -219,7 +219,7 @@ impl Dcache {
         }
     }
 
-    /// Notes in directory `parent` that it has (had) a negative child (see `tree.rs`).
+    /// Notes in directory `parent` that it has (had) a negative child (see `writers/tree.rs`).
     fn note_negative_child(&self, parent: u64) {
         if let Some(dir) = self.dir_state(&epoch::pin(), parent) {
             dir.note_negative();
