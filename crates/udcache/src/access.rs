@@ -10,16 +10,16 @@
 //!   [`Mask`] of rights the filesystem granted (all three asked at once, as NFS's ACCESS call
 //!   does), its expiry tick, and the inode's `generation` read *before* the filesystem was asked. It
 //!   is trusted only while that `generation` is the inode's and its expiry has not passed.
-//! - **Lockless check** ([`Dcache::may_access`], and each directory of a
+//! - **Lockless check** ([`Dcache::may_access`](crate::Dcache::may_access), and each directory of a
 //!   [`Dcache::walk_as`](crate::Dcache::walk_as)): one `try_read` of `mru` and compares. A
 //!   writer in the middle, another credential, an expired or revoked result: "unknown", and the
-//!   caller takes the locked path ([`Dcache::access`]). It never spins and never writes.
+//!   caller takes the locked path ([`Dcache::access`](crate::Dcache::access)). It never spins and never writes.
 //! - **Locked lookup**: under `all`; a match becomes the MRU (`mru` written under `all`).
 //! - **Fill**: the filesystem is asked with no lock held and no guard pinned; its answer is
 //!   filed under `all` only if `generation` has not moved meanwhile (it is returned to the caller
 //!   either way: it was true when given).
 //! - **Revocation** (an attribute change through [`Dcache::setattr`](crate::Dcache::setattr)
-//!   of mode, owner or group, or [`Dcache::acl_changed`]): `generation` is bumped first (`Release`),
+//!   of mode, owner or group, or [`Dcache::acl_changed`](crate::Dcache::acl_changed)): `generation` is bumped first (`Release`),
 //!   then `all` is emptied and `mru` cleared under `all`. Every result filled before carries an
 //!   older `generation`, so once the revocation returns no check trusts one (a checker whose load of
 //!   `generation` happens after the bump sees it: coherence).

@@ -215,7 +215,7 @@ impl Dcache {
     /// Files the filesystem's answer `spec` for `(parent, name)`, asked under `generation`.
     /// A directory the cache holds under another name was moved there behind the cache (a
     /// rename on the server): its cached name moves too, keeping what is cached below it
-    /// (see [`crate::splice`]).
+    /// (see `writers/splice.rs`).
     fn file_found(&self, parent: u64, name: &[u8], spec: InodeSpec, generation: u32) -> Settle {
         // A few tries: the old name may go (or come) while this runs; each retry means that
         // another writer changed it meanwhile.

@@ -4,7 +4,7 @@
 //! # Rules
 //!
 //! - A directory's listing is made on its first [`Dcache::readdir`] and kept in its inode
-//!   (a `OnceLock`); it reads through the [`Filesystem`] given to that first call. All
+//!   (a `OnceLock`); it reads through the [`Filesystem`](crate::Filesystem) given to that first call. All
 //!   listings share one page budget ([`Config::with_readdir`](crate::Config::with_readdir)).
 //! - What changes a listing: `unlink`, `rename` and `invalidate` in the directory (a name
 //!   left), an `add` of a name the listing does not hold (a name was created), and

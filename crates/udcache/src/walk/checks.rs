@@ -14,8 +14,8 @@
 //!   lockless, and the dentry is refreshed if its name lock is free — a `try_lock`, never a
 //!   wait), or say it is stale ([`Revalidate::Invalid`]) or that it must block
 //!   ([`Revalidate::NeedsBlock`]). Only those two, an access miss, or no filesystem to ask
-//!   (plain `walk`) end the lockless walk: it returns [`Checked::Blocked`] (plain `walk`: a
-//!   [`Walk::Miss`] at that component), counted under its [`Reason`].
+//!   (plain `walk`) end the lockless walk: it returns [`Checked::Blocked`](crate::Checked::Blocked) (plain `walk`: a
+//!   [`Walk::Miss`](crate::Walk::Miss) at that component), counted under its [`Reason`].
 //! - **Refreshes that would change nothing are skipped.** Expiries round down to a tick
 //!   (16.8 ms, see `clock.rs`), so a [`Revalidate::Valid`] whose timeout ends within the
 //!   current tick would file a word that is already expired. If that word would also record
