@@ -163,8 +163,7 @@ pub(crate) fn ino_key(ino: u64) -> [u8; 8] {
     ino.to_le_bytes()
 }
 
-/// Making a cache, reading it without locks, filing and dropping names, inodes and
-/// attributes, statistics and memory pressure.
+/// Making a cache, reading it without locks, the writers' locks, attributes and statistics.
 impl Dcache {
     /// An empty cache holding only the root directory, [`ROOT_INO`].
     ///

@@ -250,6 +250,7 @@ pub(crate) enum Settled {
     Absent,
 }
 
+/// The blocking revalidation of a stale name, made inside a miss's call (see the rules).
 impl Dcache {
     /// The blocking revalidation of `(parent, name)` whose parent was at generation `generation`
     /// before anything was asked (see the rules).

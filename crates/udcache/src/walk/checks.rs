@@ -203,6 +203,7 @@ pub(crate) fn cached(stale: &Stale<'_>, generation: u32, now: u32) -> Cached {
     }
 }
 
+/// Refreshing a dentry the filesystem revalidated.
 impl Dcache {
     /// How long a dentry seen as `was` is trusted after an answer "valid for `ttl`" (`None`:
     /// the configured timeout of its polarity) asked at `generation`; `None` if a refresh

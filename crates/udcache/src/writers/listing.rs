@@ -6,6 +6,7 @@ use udcache_readdir::Verifier;
 use crate::cache::Dcache;
 use crate::inode::Inode;
 
+/// What writers tell directory listings.
 impl Dcache {
     /// Whether `dir` has a listing that may answer for a name without a dentry, now (listed,
     /// or absent from a complete listing) or once a fill running now completes, or a page it

@@ -29,7 +29,6 @@ pub(crate) use splice::Spliced;
 pub use tree::Visit;
 
 /// Filing and dropping names and inodes, attributes, and memory pressure.
-
 impl Dcache {
     /// Adds a positive dentry `name` in `parent` naming the inode `spec` (instantiating a
     /// negative dentry of that name if there is one), and counts one lookup of the inode (a
