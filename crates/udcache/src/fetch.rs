@@ -13,14 +13,7 @@
 //!   asking and file what they learn under it.
 //! - The filesystem is called with no lock held and no epoch guard pinned (a slow call must not
 //!   hold back grace periods).
-//! - A waiter first spins on the call's `answered` flag, for as long as the call is younger
-//!   than `SPIN` (20 µs): a call that answers from memory or with one quick system call ends
-//!   sooner than a sleep and a wake-up would (tens of microseconds), so sleeping would cost
-//!   the waiter more than the call it saves. A call still running at that age is a slow one
-//!   (a network round trip), and its waiters sleep: they count themselves in the call (under
-//!   its mutex) and sleep on its condition variable; the caller wakes them only if there are
-//!   any (a wake is a system call). Spinning or sleeping, a waiter never calls the
-//!   filesystem itself: one call per name however long it takes.
+//! - How a waiter waits for the call (spinning, then asleep): see `inflight.rs`.
 //! - Waiters take the caller's answer as their own (they do not look again: the negative the
 //!   caller filed may already have been evicted by the bounding rules), always read under the
 //!   call's mutex. Each waiter is counted in

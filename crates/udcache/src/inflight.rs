@@ -1,5 +1,16 @@
 //! The filesystem calls in flight, one per name, and how their waiters get the answer (the
-//! rules are in `fetch.rs`).
+//! protocol of a miss is in `fetch.rs`).
+//!
+//! # Rules
+//!
+//! - A waiter first spins on the call's `answered` flag, for as long as the call is younger
+//!   than `SPIN` (20 µs): a call that answers from memory or with one quick system call ends
+//!   sooner than a sleep and a wake-up would (tens of microseconds), so sleeping would cost
+//!   the waiter more than the call it saves. A call still running at that age is a slow one
+//!   (a network round trip), and its waiters sleep: they count themselves in the call (under
+//!   its mutex) and sleep on its condition variable; the caller wakes them only if there are
+//!   any (a wake is a system call). Spinning or sleeping, a waiter never calls the
+//!   filesystem itself: one call per name however long it takes.
 
 use std::sync::Arc;
 #[cfg(not(loom))]
