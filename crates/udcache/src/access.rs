@@ -10,16 +10,16 @@
 //!   [`Mask`] of rights the filesystem granted (all three asked at once, as NFS's ACCESS call
 //!   does), its expiry tick, and the inode's `generation` read *before* the filesystem was asked. It
 //!   is trusted only while that `generation` is the inode's and its expiry has not passed.
-//! - **Lockless check** ([`Dcache::may_access`], and each directory of a
+//! - **Lockless check** ([`Dcache::may_access`](crate::Dcache::may_access), and each directory of a
 //!   [`Dcache::walk_as`](crate::Dcache::walk_as)): one `try_read` of `mru` and compares. A
 //!   writer in the middle, another credential, an expired or revoked result: "unknown", and the
-//!   caller takes the locked path ([`Dcache::access`]). It never spins and never writes.
+//!   caller takes the locked path ([`Dcache::access`](crate::Dcache::access)). It never spins and never writes.
 //! - **Locked lookup**: under `all`; a match becomes the MRU (`mru` written under `all`).
 //! - **Fill**: the filesystem is asked with no lock held and no guard pinned; its answer is
 //!   filed under `all` only if `generation` has not moved meanwhile (it is returned to the caller
 //!   either way: it was true when given).
 //! - **Revocation** (an attribute change through [`Dcache::setattr`](crate::Dcache::setattr)
-//!   of mode, owner or group, or [`Dcache::acl_changed`]): `generation` is bumped first (`Release`),
+//!   of mode, owner or group, or [`Dcache::acl_changed`](crate::Dcache::acl_changed)): `generation` is bumped first (`Release`),
 //!   then `all` is emptied and `mru` cleared under `all`. Every result filled before carries an
 //!   older `generation`, so once the revocation returns no check trusts one (a checker whose load of
 //!   `generation` happens after the bump sees it: coherence).
@@ -30,13 +30,8 @@
 use std::hash::{BuildHasher, RandomState};
 use std::sync::OnceLock;
 
-use udcache_neghash::epoch::{self, Guard};
-
-use crate::cache::Dcache;
 use crate::clock::Ticks;
-use crate::error::Error;
 use crate::seq::SeqWords;
-use crate::stats::Event;
 use crate::sync::{AtomicU32, Mutex, Ordering, lock};
 
 /// Results kept per inode (the locked list); the oldest goes first.
@@ -91,7 +86,7 @@ impl Cred {
 
 /// Access rights, as `access(2)`'s `R_OK | W_OK | X_OK`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Mask(u8);
+pub struct Mask(pub(crate) u8);
 
 impl Mask {
     /// No right.
@@ -134,19 +129,19 @@ impl std::ops::BitOr for Mask {
     }
 }
 
-/// A cached access answer ([`Dcache::may_access`], [`Dcache::cached_access`]).
+/// A cached access answer ([`Dcache::may_access`](crate::Dcache::may_access), [`Dcache::cached_access`](crate::Dcache::cached_access)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Permission {
     /// A trusted result grants every right asked.
     Allowed,
     /// A trusted result lacks one of them.
     Denied,
-    /// No trusted result for the credential is cached: ask ([`Dcache::access`]).
+    /// No trusted result for the credential is cached: ask ([`Dcache::access`](crate::Dcache::access)).
     Unknown,
 }
 
 impl Permission {
-    fn of(answer: Option<bool>) -> Self {
+    pub(crate) fn of(answer: Option<bool>) -> Self {
         match answer {
             Some(true) => Permission::Allowed,
             Some(false) => Permission::Denied,
@@ -156,7 +151,7 @@ impl Permission {
 }
 
 /// The state of an inode's access results when a caller started computing rights (see
-/// [`Dcache::access_stamp`]).
+/// [`Dcache::access_stamp`](crate::Dcache::access_stamp)).
 ///
 /// It names the inode object (32 bits of its address: a recycled object is renewed, its
 /// generation moving on) and its access generation. Two inode objects whose addresses differ by
@@ -164,18 +159,11 @@ impl Permission {
 /// file under the same number only if both that and the generation agree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AccessStamp {
-    object: u32,
-    generation: u32,
+    pub(crate) object: u32,
+    pub(crate) generation: u32,
 }
 
 impl AccessStamp {
-    /// The stamp of the inode object `inode` as it is now.
-    pub(crate) fn of(inode: &crate::Inode) -> Self {
-        // The address in units of the inode's alignment, truncated to 32 bits (see the type).
-        let object = std::ptr::from_ref(inode) as usize / align_of::<crate::Inode>();
-        AccessStamp { object: object as u32, generation: inode.access.generation() }
-    }
-
     /// The stamp as one word (for a C caller, say): lossless, see [`AccessStamp::from_raw`].
     ///
     /// ```
@@ -190,7 +178,7 @@ impl AccessStamp {
 
     /// The stamp whose [`AccessStamp::to_raw`] is `raw`. Any word is accepted: a forged or
     /// corrupted one is never dereferenced, only compared, so at worst
-    /// [`Dcache::store_access`] refuses the result (no match) or, if the word matches the
+    /// [`Dcache::store_access`](crate::Dcache::store_access) refuses the result (no match) or, if the word matches the
     /// inode's current state, files it as a fresh stamp would — a result the caller computed
     /// before a revocation may then be stored (stale), which is the caller's mistake to avoid.
     pub fn from_raw(raw: u64) -> Self {
@@ -200,11 +188,11 @@ impl AccessStamp {
 
 /// One cached result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Granted {
-    cred: Cred,
-    allowed: Mask,
-    expiry: u32,
-    generation: u32,
+pub(crate) struct Granted {
+    pub(crate) cred: Cred,
+    pub(crate) allowed: Mask,
+    pub(crate) expiry: u32,
+    pub(crate) generation: u32,
 }
 
 /// Marks a filled `mru` (an all-zero one is empty, not root's result).
@@ -255,7 +243,7 @@ impl AccessCache {
         }
     }
 
-    fn generation(&self) -> u32 {
+    pub(crate) fn generation(&self) -> u32 {
         // Acquire: pairs with the Release bump of `revoke`: a filler that reads the new value
         // asks the filesystem after the attribute change it was told of.
         self.generation.load(Ordering::Acquire)
@@ -269,7 +257,7 @@ impl AccessCache {
     }
 
     /// The locked lookup: a trusted result for `cred` becomes the most recent.
-    fn lookup(&self, cred: &Cred, ticks: &Ticks) -> Option<Mask> {
+    pub(crate) fn lookup(&self, cred: &Cred, ticks: &Ticks) -> Option<Mask> {
         let mut all = lock(&self.all);
         let generation = self.generation();
         let at = all.iter().rposition(|g| g.trusted(cred, generation, || ticks.now()))?;
@@ -283,7 +271,7 @@ impl AccessCache {
 
     /// Files a result filled under generation `g.generation`; dropped (`false`) if that is not
     /// current.
-    fn store(&self, g: Granted) -> bool {
+    pub(crate) fn store(&self, g: Granted) -> bool {
         let mut all = lock(&self.all);
         if g.generation != self.generation() {
             return false;
@@ -315,154 +303,6 @@ impl AccessCache {
         let mut all = lock(&self.all);
         all.clear();
         self.mru.write([0; 4]);
-    }
-}
-
-/// Access checks: the cached permission results of each inode and credential.
-impl Dcache {
-    /// The lockless access check: whether `cred` has every right of `mask` on `ino`, if the
-    /// inode's most recent access result answers it ([`Permission::Unknown`], also for an
-    /// inode not cached: take [`Dcache::access`]). No lock, no shared write but a statistics
-    /// stripe. [`Mask::NONE`] is [`Permission::Allowed`] for a cached inode, as in
-    /// [`access`](Self::access).
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use udcache::{Config, Cred, Dcache, Errno, Filesystem, InodeSpec, Mask, Permission, ROOT_INO, epoch};
-    /// struct ReadOnly;
-    /// impl Filesystem for ReadOnly {
-    ///     fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, Errno> { Ok(None) }
-    ///     fn access(&self, _ino: u64, _cred: &Cred) -> Result<Mask, Errno> {
-    ///         Ok(Mask::READ | Mask::EXEC)
-    ///     }
-    /// }
-    /// let cache = Dcache::new(Config::for_entries(64).with_filesystem(Arc::new(ReadOnly)));
-    /// let me = Cred::new(1000, 1000, &[]);
-    /// let guard = epoch::pin();
-    /// assert_eq!(cache.may_access(&guard, ROOT_INO, &me, Mask::EXEC), Permission::Unknown);
-    /// drop(guard);
-    /// assert_eq!(cache.access(ROOT_INO, &me, Mask::WRITE), Ok(false)); // asks
-    /// let guard = epoch::pin();
-    /// assert_eq!(cache.may_access(&guard, ROOT_INO, &me, Mask::EXEC), Permission::Allowed);
-    /// ```
-    pub fn may_access(&self, guard: &Guard, ino: u64, cred: &Cred, mask: Mask) -> Permission {
-        let Some(inode) = self.inode(guard, ino) else { return Permission::Unknown };
-        if mask == Mask::NONE {
-            return Permission::Allowed;
-        }
-        let answer = inode.access.check(cred, mask, || self.ticks.now());
-        if answer.is_some() {
-            self.events.bump(Event::AccessHit);
-        }
-        Permission::of(answer)
-    }
-
-    /// Whether `cred` has every right of `mask` on `ino`: the most recent result, then the
-    /// inode's other results (under its lock), then the filesystem's
-    /// [`access`](crate::Filesystem::access) (no lock held, no guard pinned), whose answer is cached
-    /// for [`Timeouts::access`](crate::Timeouts::access).
-    ///
-    /// [`Mask::NONE`] asks only that `ino` is cached (as `access(2)`'s `F_OK` asks that the
-    /// file exists): `true`, with no filesystem call.
-    ///
-    /// Errors: [`Error::UnknownInode`]; the filesystem's errno ([`Error::Backend`], not
-    /// cached); [`Error::NoFilesystem`] if it must ask and the cache has none.
-    pub fn access(&self, ino: u64, cred: &Cred, mask: Mask) -> Result<bool, Error> {
-        match self.cached_access(ino, cred, mask)? {
-            Permission::Allowed => return Ok(true),
-            Permission::Denied => return Ok(false),
-            Permission::Unknown => {}
-        }
-        let fs = self.filesystem()?;
-        let stamp = self.access_stamp(ino)?;
-        self.events.bump(Event::AccessCall);
-        let allowed = fs.access(ino, cred).map_err(Error::Backend)?;
-        self.store_access(ino, cred, allowed, stamp)?;
-        Ok(allowed.contains(mask))
-    }
-
-    /// The cached answer (the most recent result, then the inode's others, under its lock),
-    /// without asking anyone: [`Permission::Unknown`] if no trusted result for `cred` is
-    /// cached.
-    ///
-    /// [`Mask::NONE`] is [`Permission::Allowed`] for a cached inode, as in
-    /// [`access`](Self::access).
-    ///
-    /// Errors: [`Error::UnknownInode`].
-    pub fn cached_access(&self, ino: u64, cred: &Cred, mask: Mask) -> Result<Permission, Error> {
-        let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
-        if mask == Mask::NONE {
-            return Ok(Permission::Allowed);
-        }
-        let cache = &inode.access;
-        let answer = cache
-            .check(cred, mask, || self.ticks.now())
-            .or_else(|| cache.lookup(cred, &self.ticks).map(|allowed| allowed.contains(mask)));
-        if answer.is_some() {
-            self.events.bump(Event::AccessHit);
-        }
-        Ok(Permission::of(answer))
-    }
-
-    /// Marks the state of `ino`'s access results before its permissions are computed by the
-    /// caller (instead of [`Filesystem::access`](crate::Filesystem::access)): [`Dcache::store_access`] files the answer
-    /// only if no revocation (and no other file under the number) came between.
-    ///
-    /// Errors: [`Error::UnknownInode`].
-    pub fn access_stamp(&self, ino: u64) -> Result<AccessStamp, Error> {
-        let guard = epoch::pin();
-        Ok(AccessStamp::of(self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?))
-    }
-
-    /// Files the rights `allowed` of `cred` on `ino`, computed after `stamp` was taken, for
-    /// [`Timeouts::access`](crate::Timeouts::access); they become the most recent result.
-    /// Returns whether they were filed: not if a revocation, or a new file under the number,
-    /// came after the stamp (the answer may be out of date: compute it again).
-    ///
-    /// Errors: [`Error::UnknownInode`].
-    ///
-    /// ```
-    /// use udcache::{Config, Cred, Dcache, Mask, Permission, ROOT_INO, epoch};
-    /// let cache = Dcache::new(Config::for_entries(16));
-    /// let me = Cred::new(1000, 1000, &[]);
-    /// assert_eq!(cache.cached_access(ROOT_INO, &me, Mask::READ), Ok(Permission::Unknown));
-    /// let stamp = cache.access_stamp(ROOT_INO).unwrap();
-    /// let rights = Mask::READ | Mask::EXEC; // computed by the caller from its own permissions
-    /// assert_eq!(cache.store_access(ROOT_INO, &me, rights, stamp), Ok(true));
-    /// assert_eq!(cache.may_access(&epoch::pin(), ROOT_INO, &me, Mask::READ), Permission::Allowed);
-    /// cache.acl_changed(ROOT_INO).unwrap();
-    /// assert_eq!(cache.store_access(ROOT_INO, &me, rights, stamp), Ok(false)); // out of date
-    /// ```
-    pub fn store_access(
-        &self,
-        ino: u64,
-        cred: &Cred,
-        allowed: Mask,
-        stamp: AccessStamp,
-    ) -> Result<bool, Error> {
-        let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
-        if AccessStamp::of(&inode).object != stamp.object {
-            return Ok(false);
-        }
-        let expiry = self.ticks.expiry(self.timeouts.access);
-        let generation = stamp.generation;
-        Ok(inode.access.store(Granted {
-            cred: *cred,
-            allowed: Mask(allowed.0 & 7),
-            expiry,
-            generation,
-        }))
-    }
-
-    /// The filesystem says `ino`'s permissions changed in a way the cached attributes do not
-    /// show (an ACL): every cached access result of it is forgotten. Mode, owner and group
-    /// changes through [`Dcache::setattr`](crate::Dcache::setattr) do this by themselves.
-    ///
-    /// Errors: [`Error::UnknownInode`].
-    pub fn acl_changed(&self, ino: u64) -> Result<(), Error> {
-        let guard = epoch::pin();
-        self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?.access.revoke();
-        Ok(())
     }
 }
 
@@ -500,31 +340,5 @@ mod tests {
         assert_eq!(c.lookup(&two, &ticks), None);
         c.store(granted(7, 0)); // filled before the revocation: not filed
         assert_eq!(c.lookup(&granted(7, 0).cred, &ticks), None);
-    }
-
-    /// A raw stamp round-trips; a forged one is refused unless it matches the inode's current
-    /// state, and then (the worst it can do) files a result computed before a revocation.
-    #[test]
-    fn forged_raw_stamps_are_refused_or_stale_never_worse() {
-        use crate::{Config, ROOT_INO};
-        let cache = Dcache::new(Config::for_entries(16));
-        let me = Cred::new(1000, 1000, &[]);
-        let stamp = cache.access_stamp(ROOT_INO).unwrap();
-        assert_eq!(AccessStamp::from_raw(stamp.to_raw()), stamp);
-        for forged in [0, u64::MAX, stamp.to_raw() ^ 1 << 40, stamp.to_raw() + 1] {
-            let forged = AccessStamp::from_raw(forged);
-            assert_eq!(cache.store_access(ROOT_INO, &me, Mask::ALL, forged), Ok(false));
-        }
-        assert_eq!(
-            cache.cached_access(ROOT_INO, &me, Mask::READ),
-            Ok(Permission::Unknown),
-            "nothing filed"
-        );
-        cache.acl_changed(ROOT_INO).unwrap();
-        // The generation a stamp would have now: accepted, though computed before the change.
-        let next = AccessStamp::from_raw(stamp.to_raw() + 1);
-        assert_eq!(next, cache.access_stamp(ROOT_INO).unwrap());
-        assert_eq!(cache.store_access(ROOT_INO, &me, Mask::READ, next), Ok(true));
-        assert_eq!(cache.cached_access(ROOT_INO, &me, Mask::READ), Ok(Permission::Allowed));
     }
 }

@@ -9,7 +9,7 @@
 //!   it (`step`, neghash's `peek`): a writer's look is no use of the name.
 //! - **Inode table** (`inodes`): a second neghash table holding only positive entries, keyed
 //!   `(0, ino as 8 bytes)`, value an `InodeRef` (inodes live in a `udcache-gp` pool: see
-//!   `recycle.rs`); lock-free to read (for `getattr`, `..` and the
+//!   `inode/recycle.rs`); lock-free to read (for `getattr`, `..` and the
 //!   walk's root). An inode is on it from its first `add` until `forget` takes its lookup count
 //!   to zero. The root is on it for the cache's life (`forget` refuses it, `add` refuses its
 //!   number), and the cache keeps one more count of it (`root`), so the commonest start of a
@@ -40,38 +40,37 @@
 //! - **Validity**: each dentry's expiry and parent generation sit beside its slot, written
 //!   under the name's stripe lock with the inode pointer; lockless readers
 //!   ([`Dcache::lookup`], walks, the cached answer of `resolve`) trust only fresh dentries and
-//!   treat the others as misses to revalidate. Rules in `valid.rs` and `reval.rs`.
+//!   treat the others as misses to revalidate. Rules in `valid.rs`, `walk/checks.rs` and `reval.rs`.
 //! - **Eviction**: neghash's rules evict settled *negative* dentries at any time (the bound on
 //!   negatives). Positive dentries leave only through this crate ([`Dcache::shrink`],
 //!   `invalidate`, `unlink`, `forget`), each under the name's stripe lock with the alias list
-//!   and the parent's children map kept in step (see `tree.rs`); inodes leave only by
+//!   and the parent's children map kept in step (see `writers/tree.rs`); inodes leave only by
 //!   `forget`.
 
 use std::mem::ManuallyDrop;
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
 use udcache_gp::GpPool;
 use udcache_readdir::ReaddirCache;
 
-use udcache_neghash::{Held, Insertion, KeyHash, NameHash, NegHash, Polarity, epoch, epoch::Guard};
+use udcache_neghash::{Held, NameHash, NegHash, Polarity, epoch, epoch::Guard};
 
 use crate::attr::Attr;
-use crate::clock::{Clock, CoarseClock, Ticks};
+use crate::clock::Ticks;
+use crate::config::{Config, UnlinkPolicy};
 use crate::dentry::{
     Dentry, DentryEntry, DentryWrites, Exclusive, InodeLock, NameLock, Named, Slot,
 };
+use crate::dirstate::DirState;
 use crate::error::Error;
-use crate::fetch::{Filesystem, Inflight};
-use crate::inode::{FileType, Inode, InodeSpec};
-use crate::listing;
+use crate::fs::{FileType, Filesystem, InodeSpec};
+use crate::inflight::Inflight;
+use crate::inode::{Inode, InodeRef};
 use crate::name::validate_name;
-use crate::recycle::InodeRef;
-use crate::rename::{RenameHold, RenameSeq};
+use crate::rename::RenameSeq;
 use crate::stats::{Event, Events, Stats};
 use crate::sync::{Mutex, MutexGuard, lock};
-use crate::tree::DirState;
 use crate::valid::{Reason, Timeouts, Validity};
 
 /// The root directory's inode number (FUSE's `FUSE_ROOT_ID`). Every cache starts with it.
@@ -81,149 +80,7 @@ pub const ROOT_INO: u64 = 1;
 const STRIPES: usize = 64;
 
 /// The parent id under which the inode table keys inode numbers.
-const INODE_KEY_PARENT: u64 = 0;
-
-/// What `unlink` (and the source of a `rename`) leaves behind, like Linux's
-/// `fs.dentry-negative` sysctl.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum UnlinkPolicy {
-    /// The dentry turns negative: the next lookup of the name is answered "does not exist"
-    /// without asking the filesystem (`fs.dentry-negative = 0`, Linux's default).
-    #[default]
-    Negative,
-    /// The dentry is dropped: the next lookup misses (`fs.dentry-negative = 1`).
-    Drop,
-}
-
-/// How a [`Dcache`] is sized and behaves.
-#[derive(Clone, Debug)]
-pub struct Config {
-    names: udcache_neghash::Config,
-    inodes: udcache_neghash::Config,
-    unlink: UnlinkPolicy,
-    readdir_pages: NonZeroUsize,
-    page_entries: NonZeroUsize,
-    timeouts: Timeouts,
-    clock: SharedClock,
-    fs: Option<SharedFs>,
-}
-
-/// The configured filesystem (a newtype only so that `Config` can be `Debug`).
-#[derive(Clone)]
-struct SharedFs(Arc<dyn Filesystem>);
-
-impl std::fmt::Debug for SharedFs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Filesystem")
-    }
-}
-
-/// The configured clock (a newtype only so that `Config` can be `Debug`).
-#[derive(Clone)]
-struct SharedClock(Arc<dyn Clock>);
-
-impl std::fmt::Debug for SharedClock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Clock({:?})", self.0.now())
-    }
-}
-
-/// The inode table's configuration: it holds no negatives, so it keeps no ghost slots; it is
-/// keyed by inode numbers, which the filesystem assigns, so it hashes them with the folded
-/// multiply (a SipHash fewer on every lookup by number: see `udcache_neghash::hashing`).
-fn inode_table(config: udcache_neghash::Config) -> udcache_neghash::Config {
-    config.with_admission(false).with_key_hash(KeyHash::FoldedMultiply)
-}
-
-impl Config {
-    /// A cache for about `entries` dentries (and as many inodes), negative cap per bucket 6.
-    ///
-    /// The name table gets two buckets per entry (the next power of two of `2 × entries`), the
-    /// inode table one: a walk step that hits reads on average a quarter of another dentry
-    /// before its own instead of half of one — on a tree larger than the CPU's caches, each a
-    /// miss on the walk's chain of dependent loads — for 8 more bytes of bucket head per
-    /// entry. The negative cap being per bucket, unused negatives are then bounded by 12 per
-    /// expected entry (and by the run rule); [`with_buckets`](Self::with_buckets) sets both
-    /// tables' bucket counts exactly, [`with_negative_cap`](Self::with_negative_cap) the cap.
-    pub fn for_entries(entries: usize) -> Self {
-        Config {
-            names: udcache_neghash::Config::for_entries(entries.saturating_mul(2)),
-            inodes: inode_table(udcache_neghash::Config::for_entries(entries)),
-            unlink: UnlinkPolicy::Negative,
-            readdir_pages: NonZeroUsize::new(4096).expect("non-zero"),
-            page_entries: NonZeroUsize::new(128).expect("non-zero"),
-            timeouts: Timeouts::FOREVER,
-            clock: SharedClock(Arc::new(CoarseClock)),
-            fs: None,
-        }
-    }
-
-    /// The filesystem the cache asks on a miss, a stale name, an access check it has no
-    /// answer for, and a directory listing it lacks: the one backend of every call that asks
-    /// ([`Dcache::resolve`], [`Dcache::resolve_path`], [`Dcache::access`],
-    /// [`Dcache::readdir`]). A cache without one (the default) is a pure cache: those calls
-    /// answer what is cached and [`Error::NoFilesystem`] where they would have to ask.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use udcache::{Config, Dcache, Errno, Filesystem, InodeSpec, Resolved, ROOT_INO};
-    /// struct Empty;
-    /// impl Filesystem for Empty {
-    ///     fn lookup(&self, _: u64, _: &[u8]) -> Result<Option<InodeSpec>, Errno> { Ok(None) }
-    /// }
-    /// let cache = Dcache::new(Config::for_entries(64).with_filesystem(Arc::new(Empty)));
-    /// assert_eq!(cache.resolve(ROOT_INO, b"x"), Ok(Resolved::Negative));
-    /// ```
-    pub fn with_filesystem(mut self, fs: Arc<dyn Filesystem>) -> Self {
-        self.fs = Some(SharedFs(fs));
-        self
-    }
-
-    /// How long dentries and access results are trusted without asking the filesystem
-    /// (default [`Timeouts::FOREVER`]).
-    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
-        self.timeouts = timeouts;
-        self
-    }
-
-    /// The clock those timeouts and attribute expiries ([`Dcache::setattr`]) run on (default
-    /// [`CoarseClock`]; a
-    /// [`ManualClock`](crate::ManualClock) for simulated time).
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = SharedClock(clock);
-        self
-    }
-
-    /// Exactly `buckets` buckets (rounded up to a power of two) in the name table, and as
-    /// many in the inode table.
-    pub fn with_buckets(mut self, buckets: usize) -> Self {
-        let cap = self.names.cap();
-        self.names = udcache_neghash::Config::with_buckets(buckets).with_negative_cap(cap);
-        self.inodes = inode_table(udcache_neghash::Config::with_buckets(buckets));
-        self
-    }
-
-    /// At most `cap` unused negative dentries per bucket (`None`: no cap, only the run rule).
-    pub fn with_negative_cap(mut self, cap: Option<usize>) -> Self {
-        self.names = self.names.with_negative_cap(cap);
-        self
-    }
-
-    /// Directory listings: at most `budget_pages` pages cached over all directories, each
-    /// the answer of one filesystem readdir call asked for `page_entries` entries (defaults
-    /// 4096 and 128). Zeros are taken as 1.
-    pub fn with_readdir(mut self, budget_pages: usize, page_entries: usize) -> Self {
-        self.readdir_pages = NonZeroUsize::new(budget_pages).unwrap_or(NonZeroUsize::MIN);
-        self.page_entries = NonZeroUsize::new(page_entries).unwrap_or(NonZeroUsize::MIN);
-        self
-    }
-
-    /// What unlink leaves behind.
-    pub fn with_unlink_policy(mut self, policy: UnlinkPolicy) -> Self {
-        self.unlink = policy;
-        self
-    }
-}
+pub(crate) const INODE_KEY_PARENT: u64 = 0;
 
 /// What [`Dcache::lookup`] found.
 #[derive(Clone, Copy, Debug)]
@@ -286,15 +143,15 @@ pub(crate) struct MovingLock<'a> {
 /// See the [crate docs](crate).
 pub struct Dcache {
     pub(crate) names: NegHash<Dentry>,
-    inodes: NegHash<Slot>,
+    pub(crate) inodes: NegHash<Slot>,
     name_locks: Box<[Mutex<()>]>,
     inode_locks: Box<[Mutex<()>]>,
     pub(crate) rename: RenameSeq,
     pub(crate) events: Events,
     pub(crate) inflight: Inflight,
-    unlink: UnlinkPolicy,
+    pub(crate) unlink: UnlinkPolicy,
     pub(crate) readdir_cache: ReaddirCache,
-    pool: ManuallyDrop<Box<GpPool<Inode>>>,
+    pub(crate) pool: ManuallyDrop<Box<GpPool<Inode>>>,
     /// A count of the root's inode, given back in `drop` before the pool goes.
     root: ManuallyDrop<InodeRef>,
     pub(crate) ticks: Ticks,
@@ -302,12 +159,11 @@ pub struct Dcache {
     fs: Option<Arc<dyn Filesystem>>,
 }
 
-fn ino_key(ino: u64) -> [u8; 8] {
+pub(crate) fn ino_key(ino: u64) -> [u8; 8] {
     ino.to_le_bytes()
 }
 
-/// Making a cache, reading it without locks, filing and dropping names, inodes and
-/// attributes, statistics and memory pressure.
+/// Making a cache, reading it without locks, the writers' locks, attributes and statistics.
 impl Dcache {
     /// An empty cache holding only the root directory, [`ROOT_INO`].
     ///
@@ -331,7 +187,7 @@ impl Dcache {
         // The tables first: nothing else is made until they are.
         let names = NegHash::try_new(config.names).map_err(|_| Error::OutOfMemory)?;
         let inodes = NegHash::try_new(config.inodes).map_err(|_| Error::OutOfMemory)?;
-        let pool = ManuallyDrop::new(crate::recycle::new_pool());
+        let pool = ManuallyDrop::new(crate::inode::new_pool());
         let root = InodeSpec { ino: ROOT_INO, kind: FileType::Directory, fs_data: 0 };
         let root = InodeRef::new(&pool, root, ROOT_INO, 1);
         let cache = Dcache {
@@ -387,7 +243,7 @@ impl Dcache {
     }
 
     /// The children and listing of cached directory `ino`, borrowed under `guard` with no
-    /// count taken (an inode is not recycled while a guard that saw it lives: `recycle.rs`).
+    /// count taken (an inode is not recycled while a guard that saw it lives: `inode/recycle.rs`).
     pub(crate) fn dir_state<'g>(&'g self, guard: &'g Guard, ino: u64) -> Option<&'g DirState> {
         self.inode(guard, ino)?.dir()
     }
@@ -536,7 +392,7 @@ impl Dcache {
     }
 
     /// [`Dcache::word`] for a child of `dir`, already in hand.
-    fn word_in(&self, dir: &Inode, ttl: Duration, asked: Option<u32>) -> Validity {
+    pub(crate) fn word_in(&self, dir: &Inode, ttl: Duration, asked: Option<u32>) -> Validity {
         self.word_at(dir.dir_gen(), ttl, asked)
     }
 
@@ -569,7 +425,7 @@ impl Dcache {
     }
 
     /// Whether `(parent, name)` is a positive dentry now.
-    fn is_positive(&self, parent: u64, name: &[u8]) -> bool {
+    pub(crate) fn is_positive(&self, parent: u64, name: &[u8]) -> bool {
         matches!(self.step(&epoch::pin(), parent, name), Lookup::Hit(_))
     }
 
@@ -610,7 +466,7 @@ impl Dcache {
         NameLock { _guards: (first, Some(lock(&self.name_locks[hi]))) }
     }
 
-    fn lock_inode(&self, ino: u64) -> InodeLock<'_> {
+    pub(crate) fn lock_inode(&self, ino: u64) -> InodeLock<'_> {
         InodeLock { _guard: lock(&self.inode_locks[Self::inode_stripe(ino)]) }
     }
 
@@ -641,329 +497,6 @@ impl Dcache {
         }
     }
 
-    /// Adds a positive dentry `name` in `parent` naming the inode `spec` (instantiating a
-    /// negative dentry of that name if there is one), and counts one lookup of the inode (a
-    /// filesystem replies to a FUSE lookup or create with it). If `spec.ino` is cached, that
-    /// inode gets the new name (a hard link; its `fs_data` is kept).
-    ///
-    /// Errors, changing nothing: a bad name; `parent` not a cached directory; the name
-    /// positive already ([`Error::Exists`], whatever `spec` is); `spec.ino` cached with
-    /// another type; a second name for a directory, or any name for the root.
-    ///
-    /// Not checked, as for [`rename`](Self::rename): that a directory is not named inside its
-    /// own subtree (a directory whose name was unlinked can be added below itself). Walks,
-    /// invalidation and `forget` still end on such a loop (a
-    /// [`walk_tree`](Self::walk_tree) enters each directory once), but it is the
-    /// filesystem's error.
-    pub fn add(&self, parent: u64, name: &[u8], spec: InodeSpec) -> Result<(), Error> {
-        validate_name(name)?;
-        self.file_positive(parent, name, spec, None, true)
-    }
-
-    /// `add` of a validated name for an answer given under generation `asked` (see
-    /// [`Dcache::word`]), counting a lookup if `count`.
-    pub(crate) fn file_positive(
-        &self,
-        parent: u64,
-        name: &[u8],
-        spec: InodeSpec,
-        asked: Option<u32>,
-        count: bool,
-    ) -> Result<(), Error> {
-        // Naming a directory that is cached without a name moves its `..`: that needs a
-        // rename section (a walk that went through its old name must not read the new `..`).
-        // Taken before the stripes (the lock order), so decided before looking under them.
-        let mut section = None;
-        let (_inode_locks, existing) = loop {
-            // The inode's stripe serialises `add` and `forget` of it; the parent's keeps the
-            // parent's last `forget` (which holds it while dropping what is below) from
-            // running between the check below and the filing.
-            let locks = self.lock_moving(spec.ino, Some(parent));
-            // The parent first: an uncached one is `UnknownInode` whatever else is wrong.
-            self.check_dir(parent)?;
-            if spec.ino == ROOT_INO {
-                return Err(Error::DirectoryAlias(ROOT_INO));
-            }
-            // A name already positive is refused before anything is opened or made for it (a
-            // rename section, an inode, a dentry), so the refusal moves no counter. Looked at
-            // without the name's lock: `put` decides under it.
-            if self.is_positive(parent, name) {
-                return Err(Error::Exists);
-            }
-            match self.inode_arc(spec.ino) {
-                Some(i) if i.kind() != spec.kind => {
-                    return Err(Error::KindMismatch { ino: spec.ino });
-                }
-                Some(i) if i.kind() == FileType::Directory && i.has_alias() => {
-                    return Err(Error::DirectoryAlias(spec.ino));
-                }
-                Some(i) if i.kind() == FileType::Directory && section.is_none() => {
-                    drop(locks);
-                    section = Some(self.write_section());
-                }
-                existing => break (locks, existing),
-            }
-        };
-        let inode = match &existing {
-            Some(i) => i.clone(),
-            None => InodeRef::new(&self.pool, spec, parent, 0),
-        };
-        let guard = epoch::pin();
-        // A nameless directory named again: its new `..` is in place before the name is
-        // published, and what was cached below it while it had no name (which no `invalidate`
-        // of an ancestor could reach) is dropped first, not brought back under the name.
-        // Inside the section, with only inode stripes held (`drop_below` takes name stripes),
-        // and only once the name is known to be free, so a refusal drops nothing (unless a
-        // writer of the same name overtakes this one).
-        let reparented = if existing.is_some() && spec.kind == FileType::Directory {
-            if matches!(self.step(&guard, parent, name), Lookup::Hit(_)) {
-                return Err(Error::Exists);
-            }
-            let old = inode.parent();
-            inode.set_parent(parent);
-            self.drop_below(&inode);
-            Some(old)
-        } else {
-            None
-        };
-        let names = self.lock_names((parent, name), None);
-        let valid = self.validity(parent, false, asked);
-        let (dentry, _) = match self.put((parent, name), &inode, valid, &guard, &names, false) {
-            Ok(put) => put,
-            Err(e) => {
-                if let Some(old) = reparented {
-                    inode.set_parent(old);
-                }
-                return Err(e);
-            }
-        };
-        self.name_linked((parent, name), &inode, &names);
-        // Before the name's lock goes (and with the dentry held): once it is unlocked and
-        // unused, `shrink` may evict it, and a complete listing not yet told of the name would
-        // then answer it "absent".
-        self.note_added(parent, name, asked.is_none());
-        drop(dentry);
-        drop(names);
-        if existing.is_none() {
-            let slot = Slot::positive(inode.clone());
-            let inserted =
-                self.inodes.insert(INODE_KEY_PARENT, &ino_key(spec.ino), Polarity::Positive, slot);
-            debug_assert!(inserted.is_inserted(), "inode {} added twice", spec.ino);
-        }
-        if count {
-            inode.set_lookups(inode.lookups() + 1);
-        }
-        Ok(())
-    }
-
-    /// Makes `(parent, name)` a positive dentry naming `inode`, instantiating a negative one or
-    /// (if `replace`) replacing the inode of a positive one, which is returned. Without
-    /// `replace`, a positive dentry is [`Error::Exists`] and nothing changes. The dentry is
-    /// returned held, so that it cannot be evicted before the caller's bookkeeping
-    /// ([`Dcache::name_linked`]) is done.
-    pub(crate) fn put(
-        &self,
-        (parent, name): (u64, &[u8]),
-        inode: &InodeRef,
-        valid: Validity,
-        guard: &Guard,
-        names: &NameLock<'_>,
-        replace: bool,
-    ) -> Result<(Held<'_, Dentry>, Option<InodeRef>), Error> {
-        let dentry = Dentry::positive(inode.clone(), valid);
-        let found = match self.names.insert(parent, name, Polarity::Positive, dentry) {
-            Insertion::Inserted(new) => return Ok((new, None)),
-            Insertion::Present(found) => found,
-        };
-        if !replace && found.value().load(guard).is_some() {
-            return Err(Error::Exists);
-        }
-        let old = found.put_inode(inode.clone(), valid, names);
-        if old.is_none() {
-            let flipped = found.make_positive();
-            debug_assert!(flipped, "an empty slot on a positive entry");
-        }
-        Ok((found, old))
-    }
-
-    /// Remembers that `name` does not exist in `parent` (a negative dentry), trusted for
-    /// [`Timeouts::negative`] and while `parent` does not change. If it is remembered already,
-    /// only its validity is renewed. Negative dentries are bounded per bucket: this one may be
-    /// evicted at any time by the bounding rules.
-    ///
-    /// Errors, changing nothing: a bad name; `parent` not a cached directory (a negative under
-    /// an unknown number would outlive the directory that number later names); the name
-    /// positive ([`Error::Exists`]).
-    pub fn add_negative(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
-        validate_name(name)?;
-        self.file_negative(parent, name, None)
-    }
-
-    /// `add_negative` of a validated name for an answer given under generation `asked`.
-    pub(crate) fn file_negative(
-        &self,
-        parent: u64,
-        name: &[u8],
-        asked: Option<u32>,
-    ) -> Result<(), Error> {
-        // The parent's stripe keeps its last `forget` (which holds it while dropping what is
-        // below) from running between this check and the filing.
-        let _parent_lock = self.lock_inode(parent);
-        // Borrowed under a guard, not counted: a miss writes no count on its directory.
-        let guard = epoch::pin();
-        let dir = self.inode(&guard, parent).ok_or(Error::UnknownInode(parent))?;
-        let state = dir.dir().ok_or(Error::NotDirectory(parent))?;
-        let names = self.lock_names((parent, name), None);
-        // Under the name's lock: a positive name is refused before a dentry is made for it.
-        if self.is_positive(parent, name) {
-            return Err(Error::Exists);
-        }
-        state.note_negative();
-        let valid = self.word_in(dir, self.timeouts.negative, asked);
-        match self.names.insert(parent, name, Polarity::Negative, Dentry::negative(valid)) {
-            Insertion::Inserted(_) => Ok(()),
-            Insertion::Present(found) if found.is_negative() => {
-                found.set_validity(valid, &names);
-                Ok(())
-            }
-            Insertion::Present(_) => Err(Error::Exists),
-        }
-    }
-
-    /// Notes in directory `parent` that it has (had) a negative child (see `tree.rs`).
-    fn note_negative_child(&self, parent: u64) {
-        if let Some(dir) = self.dir_state(&epoch::pin(), parent) {
-            dir.note_negative();
-        }
-    }
-
-    /// Removes the name `name` from `parent`: the dentry turns negative or is dropped, by the
-    /// configured [`UnlinkPolicy`]. The inode stays cached (and its lookup count unchanged)
-    /// until [`forget`](Self::forget). Unlinking a directory opens a rename section (see
-    /// `rename.rs`); the filesystem is trusted to have checked it was empty.
-    ///
-    /// Errors, changing nothing: a bad name; no positive dentry ([`Error::NotFound`]). A
-    /// filesystem that did remove the name then calls [`invalidate`](Self::invalidate) on it:
-    /// the dentry may have been shrunk away while the directory's listing still lists it.
-    pub fn unlink(&self, parent: u64, name: &[u8]) -> Result<(), Error> {
-        validate_name(name)?;
-        let guard = epoch::pin();
-        loop {
-            let Lookup::Hit(seen) = self.step(&guard, parent, name) else {
-                return Err(Error::NotFound);
-            };
-            let _rename = (seen.kind() == FileType::Directory).then(|| self.rename.write());
-            let names = self.lock_names((parent, name), None);
-            let Some(found) = self.dentry(parent, name) else { return Err(Error::NotFound) };
-            match found.value().load(&guard) {
-                None => return Err(Error::NotFound),
-                // Replaced by another inode (of another kind, maybe) since we looked.
-                Some(now) if !std::ptr::eq(now, seen) => continue,
-                Some(_) => {}
-            }
-            let inode = self.detach(&found, &names, self.unlink);
-            self.name_unlinked((parent, name), &inode, &names);
-            drop(names);
-            listing::changed(self, parent, None);
-            return Ok(());
-        }
-    }
-
-    /// Empties a positive dentry's slot and applies `policy` to it; returns the inode.
-    pub(crate) fn detach(
-        &self,
-        dentry: &Held<'_, Dentry>,
-        names: &NameLock<'_>,
-        policy: UnlinkPolicy,
-    ) -> InodeRef {
-        // What is left is true now: a fresh negative (a dropped entry is never read again).
-        let valid = match policy {
-            UnlinkPolicy::Negative => self.validity(dentry.parent(), true, None),
-            UnlinkPolicy::Drop => Validity::new(0, 0),
-        };
-        let inode = dentry.take_inode(valid, names).expect("detach of a negative dentry");
-        let changed = match policy {
-            UnlinkPolicy::Negative => {
-                // A negative child: the directory must sweep it when it leaves (see `tree`).
-                self.note_negative_child(dentry.parent());
-                dentry.make_negative()
-            }
-            UnlinkPolicy::Drop => dentry.remove(),
-        };
-        debug_assert!(changed, "a positive dentry was negative or unhashed");
-        inode
-    }
-
-    /// Counts one more lookup of `ino` (a filesystem replied to the kernel with it). Errors:
-    /// [`Error::UnknownInode`].
-    pub fn count_lookup(&self, ino: u64) -> Result<(), Error> {
-        let _inode_lock = self.lock_inode(ino);
-        let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
-        inode.set_lookups(inode.lookups() + 1);
-        Ok(())
-    }
-
-    /// FUSE `forget`: the kernel dropped `n` of its lookups of `ino`. At zero the inode leaves
-    /// the cache with every dentry naming it (dropped, not made negative: the names still
-    /// exist), so no later lookup returns it. `n = 0` changes nothing.
-    ///
-    /// Errors, changing nothing: [`Error::UnknownInode`]; [`Error::BadForget`] if `n` exceeds
-    /// the count or `ino` is the root.
-    pub fn forget(&self, ino: u64, n: u64) -> Result<(), Error> {
-        loop {
-            let inode = self.inode_arc(ino).ok_or(Error::UnknownInode(ino))?;
-            if ino == ROOT_INO {
-                return Err(Error::BadForget { ino, have: inode.lookups(), asked: n });
-            }
-            if n == 0 {
-                return Ok(());
-            }
-            // The last forget (or a refused one) excludes renames, and the last of a
-            // directory opens a section: see `drop_inode`.
-            let (dir, seen) = (inode.kind() == FileType::Directory, inode.lookups());
-            let (last, section) = (n >= seen, dir && n == seen);
-            let rename = last.then(|| self.rename.hold(section));
-            let inode_lock = self.lock_inode(ino);
-            let have = inode.lookups();
-            let current = self.inode_arc(ino).is_some_and(|i| InodeRef::ptr_eq(&i, &inode));
-            if !current || (n >= have) != last || (dir && n == have) != section {
-                continue; // raced another add or forget: look again
-            }
-            if n > have {
-                return Err(Error::BadForget { ino, have, asked: n });
-            }
-            inode.set_lookups(have - n);
-            if let Some(rename) = &rename {
-                self.drop_inode(&inode, rename, &inode_lock);
-            }
-            return Ok(());
-        }
-    }
-
-    /// Drops every dentry naming `inode` and, for a directory, every dentry below it (its
-    /// number may be reused for another directory), then the inode itself. The caller holds
-    /// the rename lock (with a section open if `inode` is a directory) and the inode's stripe
-    /// lock.
-    fn drop_inode(&self, inode: &InodeRef, _rename: &RenameHold<'_>, lock: &InodeLock<'_>) {
-        let guard = epoch::pin();
-        for (parent, name) in inode.aliases() {
-            let names = self.lock_names((parent, &name), None);
-            let Some(found) = self.dentry(parent, &name) else { continue };
-            if found.value().load(&guard).is_some_and(|i| std::ptr::eq(i, &**inode)) {
-                self.detach(&found, &names, UnlinkPolicy::Drop);
-                self.name_unlinked((parent, &name), inode, &names);
-            }
-        }
-        if inode.dir().is_some() {
-            self.drop_below(inode);
-        }
-        if let Some(entry) = self.inodes.get(INODE_KEY_PARENT, &ino_key(inode.ino())) {
-            // Emptied first: the entry is freed later, and no count may outlive the cache.
-            drop(entry.value().take(lock));
-            entry.remove();
-        }
-    }
-
     /// The cached attributes of `ino` if they have not expired (`Ok(None)`: expired or never
     /// set). One consistent snapshot, read without locks while a writer may be updating it.
     pub fn getattr(&self, ino: u64) -> Result<Option<Attr>, Error> {
@@ -972,40 +505,6 @@ impl Dcache {
         let (attr, until) = inode.attr_words();
         // `until` is 0 if never set, so never after now; NEVER_NS is after every now.
         Ok((until > self.ticks.elapsed_ns()).then_some(attr))
-    }
-
-    /// Caches `attr` for `ino` for `ttl` from now on the cache's [`Clock`] (nanosecond
-    /// precision; `Duration::ZERO`: expired at once; `Duration::MAX`: never expires). A change
-    /// of mode, owner or group forgets every cached access result of the inode (see
-    /// `access.rs`) before this returns.
-    ///
-    /// Errors: [`Error::UnknownInode`].
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use std::time::Duration;
-    /// use udcache::ManualClock;
-    /// use udcache::{Attr, Config, Dcache, ROOT_INO};
-    /// let clock = Arc::new(ManualClock::new());
-    /// let cache = Dcache::new(Config::for_entries(16).with_clock(clock.clone()));
-    /// let attr = Attr { size: 4096, mode: 0o40755, nlink: 2, ..Attr::default() };
-    /// cache.setattr(ROOT_INO, &attr, Duration::from_secs(1)).unwrap();
-    /// assert_eq!(cache.getattr(ROOT_INO).unwrap(), Some(attr));
-    /// clock.advance(Duration::from_secs(1)); // the second has passed
-    /// assert_eq!(cache.getattr(ROOT_INO).unwrap(), None);
-    /// ```
-    pub fn setattr(&self, ino: u64, attr: &Attr, ttl: Duration) -> Result<(), Error> {
-        let guard = epoch::pin();
-        let inode = self.inode(&guard, ino).ok_or(Error::UnknownInode(ino))?;
-        let until = self.ticks.expiry_ns(ttl);
-        // Compared with what this write replaced, not with a snapshot read before it: between
-        // the two another setattr may land, and the change from its attributes to these
-        // would go unrevoked (a result filled under mode 755 surviving a return to 700).
-        let old = inode.attr.write(attr, until);
-        if (old.mode, old.uid, old.gid) != (attr.mode, attr.uid, attr.gid) {
-            inode.access.revoke();
-        }
-        Ok(())
     }
 
     /// A snapshot of the counters.
@@ -1041,45 +540,6 @@ impl Dcache {
         }
     }
 
-    /// Evicts up to `n` unused dentries, negatives first, least recently used first within
-    /// each shard of the LRU (shards are visited in turn, so across the whole cache the order
-    /// is approximate), a referenced one getting a second chance; returns how many, exactly
-    /// (the negatives the run rule evicts because of the shrink's own changes included; see
-    /// [`NegHash::shrink`](udcache_neghash::NegHash::shrink)). Positives go only once the scan
-    /// found no unused negative left. The memory-pressure hook.
-    /// A positive dentry evicted leaves its inode cached (until `forget`): the next lookup of
-    /// the name misses and asks the filesystem again.
-    ///
-    /// ```
-    /// use udcache::{Config, Dcache, FileType, InodeSpec, ROOT_INO};
-    /// let cache = Dcache::new(Config::for_entries(64));
-    /// cache.add(ROOT_INO, b"f", InodeSpec { ino: 2, kind: FileType::Regular, fs_data: 0 }).unwrap();
-    /// cache.add_negative(ROOT_INO, b"g").unwrap();
-    /// assert_eq!(cache.shrink(10), 2);
-    /// assert_eq!((cache.stats().nr_dentry, cache.stats().nr_inodes), (0, 2));
-    /// assert!(cache.children(ROOT_INO).unwrap().is_empty());
-    /// ```
-    pub fn shrink(&self, n: usize) -> usize {
-        let negatives = self.names.shrink_negative(n);
-        let mut done = negatives.evicted;
-        if done == n || !negatives.exhausted {
-            return done;
-        }
-        for held in self.names.oldest_unused(n - done, Polarity::Positive) {
-            let (parent, name) = (held.parent(), held.name());
-            let names = self.lock_names((parent, name), None);
-            let guard = epoch::pin();
-            // Unlinked or renamed since it was picked: it is not ours to drop any more.
-            if !held.is_hashed() || held.value().load(&guard).is_none() {
-                continue;
-            }
-            let inode = self.detach(&held, &names, UnlinkPolicy::Drop);
-            self.name_unlinked((parent, name), &inode, &names);
-            done += 1;
-        }
-        done
-    }
-
     /// Checks the name table's invariants (negative bounds, counters against chains); call it
     /// while no other thread changes the cache. Returns the first violation, described.
     pub fn verify(&self) -> Result<(), String> {
@@ -1095,7 +555,7 @@ impl Dcache {
 
 impl Drop for Dcache {
     /// Gives back every inode count the tables hold, now (the tables' entries are freed a
-    /// grace period later), then drops the pool, which frees every inode (see `recycle.rs`).
+    /// grace period later), then drops the pool, which frees every inode (see `inode/recycle.rs`).
     fn drop(&mut self) {
         // The dentries' slots (`Dentry` derefs to its slot), then the inode table's.
         self.names.for_each_entry(|e| drop(Slot::take(e.value(), &Exclusive)));

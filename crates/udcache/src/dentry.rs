@@ -31,7 +31,7 @@
 //!   epoch guard lives: a count the slot gave up may drop at once, because an inode whose last
 //!   count is gone goes back to its `udcache-gp` pool, which re-initialises it for another
 //!   file only after every reader pinned at that moment has unpinned (see
-//!   `recycle.rs`). A slot still holding a count when its entry is freed (neghash frees
+//!   `inode/recycle.rs`). A slot still holding a count when its entry is freed (neghash frees
 //!   entries a grace period after their removal) drops it then.
 //! - What a reader may observe: the old inode or the new one (a replacement swaps them in one
 //!   step), never freed memory; a slot emptied while the entry is not yet marked negative
@@ -43,8 +43,8 @@ use std::ptr::NonNull;
 
 use udcache_neghash::epoch::Guard;
 
-use crate::inode::{FileType, Inode};
-use crate::recycle::InodeRef;
+use crate::fs::FileType;
+use crate::inode::{Inode, InodeRef};
 use crate::sync::{AtomicPtr, AtomicU64, MutexGuard, Ordering};
 use crate::valid::Validity;
 

@@ -13,14 +13,7 @@
 //!   asking and file what they learn under it.
 //! - The filesystem is called with no lock held and no epoch guard pinned (a slow call must not
 //!   hold back grace periods).
-//! - A waiter first spins on the call's `answered` flag, for as long as the call is younger
-//!   than `SPIN` (20 µs): a call that answers from memory or with one quick system call ends
-//!   sooner than a sleep and a wake-up would (tens of microseconds), so sleeping would cost
-//!   the waiter more than the call it saves. A call still running at that age is a slow one
-//!   (a network round trip), and its waiters sleep: they count themselves in the call (under
-//!   its mutex) and sleep on its condition variable; the caller wakes them only if there are
-//!   any (a wake is a system call). Spinning or sleeping, a waiter never calls the
-//!   filesystem itself: one call per name however long it takes.
+//! - How a waiter waits for the call (spinning, then asleep): see `inflight.rs`.
 //! - Waiters take the caller's answer as their own (they do not look again: the negative the
 //!   caller filed may already have been evicted by the bounding rules), always read under the
 //!   call's mutex. Each waiter is counted in
@@ -33,231 +26,19 @@
 //!   is taken (filing the answer happens before the map lock).
 
 use std::sync::Arc;
-#[cfg(not(loom))]
-use std::time::{Duration, Instant};
 
 use udcache_neghash::epoch;
-use udcache_readdir::{Fill, FillError};
 
-use crate::access::{Cred, Mask};
-use crate::cache::{Dcache, Found};
-use crate::error::{Errno, Error};
-use crate::inode::InodeSpec;
+use crate::cache::{Dcache, Found, Stale};
+use crate::dentry::DentryWrites;
+use crate::error::Error;
+use crate::fs::{Filesystem, InodeSpec, Resolved, Revalidate};
+use crate::inflight::{Call, Ending, Settle};
 use crate::name::validate_name;
-use crate::reval::{Cached, Revalidate, Settled};
-use crate::splice::Spliced;
 use crate::stats::Event;
-use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, lock, spin};
-
-/// The filesystem behind the cache: asked on a miss, for a stale name, for access rights and
-/// for directory listings. A cache holds one for its life
-/// ([`Config::with_filesystem`](crate::Config::with_filesystem)).
-pub trait Filesystem: Send + Sync {
-    /// Looks `name` up in directory `parent`: `Ok(Some(inode))` if it exists, `Ok(None)` if it
-    /// does not (the cache remembers that as a negative dentry), `Err(errno)` on failure
-    /// (not cached).
-    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Option<InodeSpec>, Errno>;
-
-    /// Lists directory `dir`: up to `max` entries after `cookie` (`0`: from the start), as
-    /// [`udcache_readdir::Backend::fill`] describes. Called by
-    /// [`Dcache::readdir`](crate::Dcache::readdir) with no cache lock held. The default
-    /// refuses with `ENOSYS`.
-    fn readdir(&self, dir: u64, cookie: u64, max: usize) -> Result<Fill, FillError> {
-        let _ = (dir, cookie, max);
-        Err(FillError::Io(libc::ENOSYS))
-    }
-
-    /// Whether the cached answer for `name` in `parent` still holds (its timeout passed, or
-    /// its directory changed: `cached` says which). With `may_block` false the cache is in
-    /// the middle of a lockless walk: answer only from what is at hand, without locks that
-    /// may wait or I/O, and say [`Revalidate::NeedsBlock`] otherwise; the cache asks again
-    /// with `may_block` true. See `reval.rs`.
-    ///
-    /// The default, [`defaults::revalidate`], blocks for everything: it says `NeedsBlock`,
-    /// then asks [`lookup`](Self::lookup) and compares inode numbers.
-    fn revalidate(&self, parent: u64, name: &[u8], cached: Cached, may_block: bool) -> Revalidate {
-        defaults::revalidate(self, parent, name, cached, may_block)
-    }
-
-    /// The rights `cred` has on `ino` (all three asked at once; the cache keeps the answer).
-    /// Called with no cache lock held. The default, [`defaults::access`], grants everything
-    /// (a filesystem without permissions of its own).
-    fn access(&self, ino: u64, cred: &Cred) -> Result<Mask, Errno> {
-        defaults::access(ino, cred)
-    }
-}
-
-/// The default behaviours of [`Filesystem`]'s provided methods, callable by an implementation
-/// that overrides a method but wants the default in some cases (an adapter whose callback is
-/// optional, say).
-pub mod defaults {
-    use super::{Cached, Cred, Errno, Filesystem, Mask, Revalidate};
-
-    /// [`Filesystem::revalidate`]'s default: `NeedsBlock` when it may not block; else a fresh
-    /// `fs.lookup` of the name, `Valid` (for the configured timeout) if it names the same
-    /// inode number as `cached` (or is negative again), `Invalid` otherwise or on an error.
-    pub fn revalidate<F: Filesystem + ?Sized>(
-        fs: &F,
-        parent: u64,
-        name: &[u8],
-        cached: Cached,
-        may_block: bool,
-    ) -> Revalidate {
-        if !may_block {
-            return Revalidate::NeedsBlock;
-        }
-        match fs.lookup(parent, name) {
-            Ok(now) if now.map(|s| s.ino) == cached.inode.map(|s| s.ino) => {
-                Revalidate::Valid { ttl: None }
-            }
-            _ => Revalidate::Invalid,
-        }
-    }
-
-    /// [`Filesystem::access`]'s default: every right, for everyone.
-    pub fn access(ino: u64, cred: &Cred) -> Result<Mask, Errno> {
-        let _ = (ino, cred);
-        Ok(Mask::ALL)
-    }
-}
-
-/// What [`Dcache::resolve`] answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Resolved {
-    /// The name exists: this inode (one lookup of it has been counted).
-    Found(InodeSpec),
-    /// The name does not exist.
-    Negative,
-}
-
-/// What one call settled: an answer, or `None` when a revalidation alone dropped the dentry.
-type Settle = Result<Option<Resolved>, Error>;
-
-/// How long after a call starts its waiters spin before they sleep: about what a sleep and a
-/// wake-up cost, so a waiter of a call that ends sooner never sleeps, and one of a slower call
-/// spins for no more than it then spends sleeping anyway.
-#[cfg(not(loom))]
-const SPIN: Duration = Duration::from_micros(20);
-
-/// One filesystem call in flight for the name `(parent, name)`.
-struct Call {
-    parent: u64,
-    name: Box<[u8]>,
-    /// When the call started: its waiters spin until it is [`SPIN`] old.
-    #[cfg(not(loom))]
-    started: Instant,
-    /// Set once `state` holds the answer; what spinning waiters watch.
-    answered: AtomicBool,
-    state: Mutex<CallState>,
-    done: Condvar,
-}
-
-/// A call's answer, once there is one, and how many threads wait for it.
-struct CallState {
-    answer: Option<Settle>,
-    waiters: usize,
-}
-
-impl Call {
-    fn new(parent: u64, name: &[u8]) -> Self {
-        Call {
-            parent,
-            name: name.into(),
-            #[cfg(not(loom))]
-            started: Instant::now(),
-            answered: AtomicBool::new(false),
-            state: Mutex::new(CallState { answer: None, waiters: 0 }),
-            done: Condvar::new(),
-        }
-    }
-
-    fn is_for(&self, parent: u64, name: &[u8]) -> bool {
-        self.parent == parent && *self.name == *name
-    }
-
-    /// Whether a waiter that has spun `spins` times spins on. The clock is read every 8
-    /// spins: a spin is one pause instruction (a few to about a hundred cycles, by CPU), a
-    /// read some tens of nanoseconds, so the spin overshoots `SPIN` by a few microseconds at
-    /// most.
-    #[cfg(not(loom))]
-    fn spin_on(&self, spins: u32) -> bool {
-        !spins.is_multiple_of(8) || self.started.elapsed() < SPIN
-    }
-
-    /// Under loom, one spin: the model explores a waiter that finds the answer while it spins
-    /// and one that goes on to sleep.
-    #[cfg(loom)]
-    fn spin_on(&self, spins: u32) -> bool {
-        spins < 1
-    }
-
-    /// The caller's answer, waited for as the rules say: spinning while the call is young,
-    /// then asleep. Also whether this waiter slept.
-    fn answer(&self) -> (Settle, bool) {
-        let mut spins = 0;
-        // Acquire: pairs with the Release store in `Ending::drop`, made after the answer was
-        // set; the answer itself is read under the mutex below, so this only ends the spin.
-        while !self.answered.load(Ordering::Acquire) && self.spin_on(spins) {
-            spin();
-            spins += 1;
-        }
-        let mut state = lock(&self.state);
-        let slept = state.answer.is_none();
-        if slept {
-            // Counted under the lock the caller sets the answer under: it sees this count and
-            // wakes this waiter, or this waiter sees the answer and does not sleep.
-            state.waiters += 1;
-            while state.answer.is_none() {
-                state = self.done.wait(state).unwrap_or_else(|e| e.into_inner());
-            }
-        }
-        (state.answer.clone().expect("woken with an answer"), slept)
-    }
-}
-
-/// The calls in flight.
-pub(crate) struct Inflight {
-    calls: Mutex<Vec<Arc<Call>>>,
-}
-
-impl Inflight {
-    pub(crate) fn new() -> Self {
-        Inflight { calls: Mutex::new(Vec::new()) }
-    }
-}
-
-/// Ends a call when its caller is done with it, answered or not: takes it off the list and
-/// wakes its waiters with the answer. A filesystem that panics unwinds through it, so the
-/// waiters get `EIO` (and the next miss calls again) instead of sleeping for ever.
-struct Ending<'a> {
-    inflight: &'a Inflight,
-    call: &'a Call,
-    /// The caller's answer; `None` while the filesystem runs.
-    answer: Option<Settle>,
-}
-
-impl Drop for Ending<'_> {
-    fn drop(&mut self) {
-        {
-            let mut calls = lock(&self.inflight.calls);
-            let at = calls.iter().position(|c| std::ptr::eq(&**c, self.call));
-            calls.swap_remove(at.expect("a call stays listed until its caller ends it"));
-        }
-        let answer = self.answer.take().unwrap_or(Err(Error::Backend(Errno::EIO)));
-        let waiters = {
-            let mut state = lock(&self.call.state);
-            state.answer = Some(answer);
-            // Release: pairs with the Acquire load of spinning waiters (`Call::answer`); set
-            // after the answer, so a waiter that sees it finds the answer under the lock.
-            self.call.answered.store(true, Ordering::Release);
-            state.waiters
-        };
-        // A waiter counts itself before it sleeps, under the same lock: none is missed.
-        if waiters > 0 {
-            self.call.done.notify_all();
-        }
-    }
-}
+use crate::sync::lock;
+use crate::walk::{cached, seen};
+use crate::writers::Spliced;
 
 /// What the cache holds for a name, as a miss sees it.
 enum InCache {
@@ -427,7 +208,7 @@ impl Dcache {
     /// Files the filesystem's answer `spec` for `(parent, name)`, asked under `generation`.
     /// A directory the cache holds under another name was moved there behind the cache (a
     /// rename on the server): its cached name moves too, keeping what is cached below it
-    /// (see [`crate::splice`]).
+    /// (see `writers/splice.rs`).
     fn file_found(&self, parent: u64, name: &[u8], spec: InodeSpec, generation: u32) -> Settle {
         // A few tries: the old name may go (or come) while this runs; each retry means that
         // another writer changed it meanwhile.
@@ -449,5 +230,59 @@ impl Dcache {
             }
         }
         Err(Error::DirectoryAlias(spec.ino))
+    }
+}
+
+/// How a blocking revalidation of one name ended.
+pub(crate) enum Settled {
+    /// Fresh (already, or refreshed): this is the answer.
+    Fresh(Resolved),
+    /// The filesystem said it no longer holds: dropped.
+    Dropped,
+    /// No dentry of that name.
+    Absent,
+}
+
+/// The blocking revalidation of a stale name, made inside a miss's call (see the rules).
+impl Dcache {
+    /// The blocking revalidation of `(parent, name)` whose parent was at generation `generation`
+    /// before anything was asked (see the rules).
+    pub(crate) fn revalidate_blocking(
+        &self,
+        fs: &dyn Filesystem,
+        parent: u64,
+        name: &[u8],
+        generation: u32,
+    ) -> Settled {
+        let Some(held) = self.dentry(parent, name) else { return Settled::Absent };
+        let (was, cached) = {
+            let guard = epoch::pin();
+            let (child, word) = held.snapshot(&guard);
+            let inode = child.map(|c| c.inode);
+            let answer = inode.map_or(Resolved::Negative, |i| Resolved::Found(i.spec()));
+            let Err(reason) = word.check(inode.is_none(), || generation, || self.ticks.now())
+            else {
+                return Settled::Fresh(answer); // refreshed by another thread meanwhile
+            };
+            let stale = Stale { entry: &held, inode, word, reason };
+            (seen(inode, word), cached(&stale, generation, self.ticks.now()))
+        };
+        self.events.bump(Event::Revalidation);
+        match fs.revalidate(parent, name, cached, true) {
+            Revalidate::Valid { ttl } => {
+                if let Some(ttl) = self.refresh_ttl(ttl, was, generation) {
+                    let names = self.lock_names((parent, name), None);
+                    self.refresh(&names, &held, was, ttl, generation);
+                }
+                Settled::Fresh(cached.inode.map_or(Resolved::Negative, Resolved::Found))
+            }
+            Revalidate::Invalid | Revalidate::NeedsBlock => {
+                drop(held);
+                // Dropped whatever is there now: at worst a newer dentry, which a miss fills
+                // again.
+                let _ = self.invalidate(parent, name);
+                Settled::Dropped
+            }
+        }
     }
 }

@@ -47,9 +47,9 @@
 //!   parent directory's verifier generation when it was filled; a negative dentry is trusted
 //!   only while that generation is current ([`Dcache::dir_changed`] bumps it — a store, and
 //!   nothing when a reported verifier did not move). Walks check both with loads and compares;
-//!   [`Dcache::walk_as`] offers a stale dentry to [`Filesystem::revalidate`] without blocking
-//!   and leaves the lockless mode only if the filesystem must block ([`Checked::Blocked`],
-//!   counted by [`Reason`]); the blocking path ([`Dcache::unblock`], [`Dcache::resolve`])
+//!   a walk of [`Dcache::resolve_path`] offers a stale dentry to [`Filesystem::revalidate`]
+//!   without blocking and leaves the lockless mode only if the filesystem must block (counted
+//!   by [`Reason`]); the blocking path ([`Dcache::resolve_path`], [`Dcache::resolve`])
 //!   asks with no lock held and refreshes or drops the dentry (see `reval.rs`).
 //!   [`Dcache::resolve_path`] runs the whole resolution: lockless walks, the blocking work
 //!   they leave, and lookups of misses, against the filesystem the cache was given
@@ -126,9 +126,8 @@
 //!
 //! Revalidation and the access cache: [`Timeouts`] and a [`Clock`] in
 //! [`Config`]; per-dentry validity ([`Dcache::set_entry_timeout`]); [`Dcache::dir_changed`]
-//! with verifiers; [`Dcache::resolve_path`], and its steps [`Dcache::walk_as`] /
-//! [`Dcache::unblock`] / [`Dcache::walk_as_after`]
-//! (the answers an unblock got serve the rest of that resolution: see `unblocked.rs`) with
+//! with verifiers; [`Dcache::resolve_path`] (the answers its blocking steps got serve the
+//! rest of that resolution: see `unblocked.rs`) with
 //! [`Filesystem::revalidate`] and [`Filesystem::access`] (defaults: block, then compare a
 //! fresh lookup; grant everything); [`Dcache::may_access`], [`Dcache::access`],
 //! [`Dcache::acl_changed`]; fallbacks by reason, revalidations and access hits in [`Stats`].
@@ -159,46 +158,51 @@
 //! coarser than the kernel's per-dentry check (any rename sends overlapping walks to the
 //! fallback).
 
+// Layered: each module imports only from those above it in this list.
 mod access;
 mod attr;
 mod cache;
 mod clock;
+mod config;
 mod dentry;
+mod dirstate;
 mod error;
 mod fetch;
+mod fs;
+mod inflight;
 mod inode;
 mod listing;
 mod name;
-mod recycle;
+mod permit;
 mod rename;
 mod reval;
 mod seq;
-mod splice;
 mod stats;
 mod sync;
-mod tree;
 mod unblocked;
 mod valid;
 mod walk;
+mod writers;
 
 pub use access::{ACCESS_PER_INODE, AccessStamp, Cred, Mask, Permission};
 pub use attr::Attr;
-pub use cache::{Config, Dcache, Lookup, ROOT_INO, UnlinkPolicy};
+pub use cache::{Dcache, Lookup, ROOT_INO};
 pub use clock::{Clock, CoarseClock, ManualClock};
+pub use config::{Config, UnlinkPolicy};
 pub use dentry::Named;
+pub use dirstate::Child;
 pub use error::{Errno, Error, InvalidName};
-pub use fetch::{Filesystem, Resolved, defaults};
-pub use inode::{FileType, Inode, InodeSpec};
+pub use fs::{Cached, FileType, Filesystem, InodeSpec, Resolved, Revalidate, defaults};
+pub use inode::Inode;
 pub use name::{NAME_MAX, validate_name};
-pub use rename::RenameMode;
-pub use reval::{Blocked, Cached, Checked, OnMiss, PathEnd, Revalidate};
+pub use reval::{Checked, OnMiss, PathEnd};
 pub use stats::Stats;
-pub use tree::{Child, Visit};
 pub use udcache_neghash::epoch;
 pub use udcache_readdir as readdir;
 pub use unblocked::Unblocked;
 pub use valid::{Reason, Timeouts};
-pub use walk::Walk;
+pub use walk::{Blocked, Walk};
+pub use writers::{RenameMode, Visit};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -4,7 +4,7 @@
 //! # Rules
 //!
 //! - A directory's listing is made on its first [`Dcache::readdir`] and kept in its inode
-//!   (a `OnceLock`); it reads through the [`Filesystem`] given to that first call. All
+//!   (a `OnceLock`); it reads through the [`Filesystem`](crate::Filesystem) given to that first call. All
 //!   listings share one page budget ([`Config::with_readdir`](crate::Config::with_readdir)).
 //! - What changes a listing: `unlink`, `rename` and `invalidate` in the directory (a name
 //!   left), an `add` of a name the listing does not hold (a name was created), and
@@ -54,40 +54,24 @@
 //!   A directory's report lock is taken with no other lock held, and before its listing's
 //!   mutex.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use udcache_neghash::epoch;
-use udcache_readdir::{Backend, Batch, DirCache, Fill, FillError, Verifier};
+use udcache_readdir::{Batch, Verifier};
 
 use crate::cache::Dcache;
+use crate::dirstate::{DirState, Lister};
 use crate::error::Error;
-use crate::fetch::Filesystem;
 use crate::inode::Inode;
 use crate::stats::Event;
 use crate::sync::{Ordering, lock};
-use crate::tree::DirState;
-
-/// One directory's listing cache.
-pub(crate) type Listing = DirCache<Lister>;
-
-/// The backend of one directory's listing: the filesystem's readdir of that directory.
-pub(crate) struct Lister {
-    fs: Arc<dyn Filesystem>,
-    dir: u64,
-}
-
-impl Backend for Lister {
-    fn fill(&self, cookie: u64, max: usize) -> Result<Fill, FillError> {
-        self.fs.readdir(self.dir, cookie, max)
-    }
-}
+use crate::writers::changed;
 
 /// Directory listings and directory changes.
 impl Dcache {
     /// Up to `max` entries of directory `dir` after `cookie` (`0`: from the start), served
     /// from the directory's cookie-indexed cache and read through the filesystem's
-    /// [`readdir`](Filesystem::readdir) for ranges it does not hold. A reader can resume at any cookie it was given, and keeps making
+    /// [`readdir`](crate::Filesystem::readdir) for ranges it does not hold. A reader can resume at any cookie it was given, and keeps making
     /// progress while the directory changes (see [`udcache_readdir`]).
     ///
     /// Errors: [`Error::UnknownInode`], [`Error::NotDirectory`], [`Error::Readdir`] (a cookie
@@ -98,7 +82,7 @@ impl Dcache {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use udcache::readdir::{DType, Entry, Fill, FillError, Verifier};
+    /// use udcache::readdir::{Entry, Fill, FillError, Verifier};
     /// use udcache::{Config, Dcache, Errno, Filesystem, InodeSpec, Resolved, ROOT_INO};
     ///
     /// /// A root directory holding `a` and `b`.
@@ -108,9 +92,9 @@ impl Dcache {
     ///         unreachable!("the complete listing answers")
     ///     }
     ///     fn readdir(&self, _dir: u64, cookie: u64, _max: usize) -> Result<Fill, FillError> {
-    ///         let all = [Entry::new("a", 2, DType::REG, 1), Entry::new("b", 3, DType::REG, 2)];
+    ///         let all = [Entry::new("a", 2, 8, 1), Entry::new("b", 3, 8, 2)];
     ///         let entries = all.into_iter().filter(|e| e.cookie > cookie).collect();
-    ///         Ok(Fill { entries, eof: true, verifier: Verifier::new(1) })
+    ///         Ok(Fill { entries, eof: true, verifier: Verifier(1) })
     ///     }
     /// }
     /// let cache = Dcache::new(Config::for_entries(64).with_filesystem(Arc::new(Two)));
@@ -225,49 +209,5 @@ impl Dcache {
             self.events.bump(Event::CompleteDirNegative);
         }
         absent
-    }
-
-    /// Whether `dir` has a listing that may answer for a name without a dentry, now (listed,
-    /// or absent from a complete listing) or once a fill running now completes, or a page it
-    /// holds lists the name. [`Dcache::invalidate`] takes it back where no dentry is. A listing
-    /// whose reads all failed holds nothing: it is not one.
-    pub(crate) fn has_listing(&self, dir: u64) -> bool {
-        let guard = epoch::pin();
-        let listing = self.dir_state(&guard, dir).and_then(|d| d.listing.get());
-        listing.is_some_and(|l| !l.is_empty())
-    }
-
-    /// A positive dentry `name` filed in `dir`: a creation if the complete listing lacked it,
-    /// or, for an incomplete listing, if the caller `asserted` the name (an `add`, not a
-    /// lookup's answer).
-    pub(crate) fn note_added(&self, dir: u64, name: &[u8], asserted: bool) {
-        use udcache_readdir::Lookup::{Absent, Present, Unknown};
-        if let Some(l) = self.dir_state(&epoch::pin(), dir).and_then(|d| d.listing.get()) {
-            let created = match l.lookup(name) {
-                Absent => true,
-                Unknown => asserted,
-                Present(_) => false,
-            };
-            if created {
-                l.invalidate();
-            }
-        }
-    }
-}
-
-/// Marks `dir`'s listing changed (if it has one).
-pub(crate) fn changed(cache: &Dcache, dir: u64, verifier: Option<u64>) {
-    if let Some(l) = cache.dir_state(&epoch::pin(), dir).and_then(|d| d.listing.get()) {
-        match verifier {
-            Some(v) => l.set_verifier(Verifier::new(v)),
-            None => l.invalidate(),
-        }
-    }
-}
-
-/// Drops `dir`'s cached pages (it left the cache or was invalidated).
-pub(crate) fn forget(dir: &Inode) {
-    if let Some(l) = dir.dir().and_then(|d| d.listing.get()) {
-        l.clear();
     }
 }

@@ -24,7 +24,7 @@
 
 use crate::access::{AccessStamp, Cred};
 use crate::cache::Stale;
-use crate::fetch::Resolved;
+use crate::fs::Resolved;
 use crate::inode::Inode;
 
 /// What [`Dcache::unblock`](crate::Dcache::unblock) settled with the filesystem during one
@@ -32,6 +32,8 @@ use crate::inode::Inode;
 /// ([`Dcache::walk_as_after`](crate::Dcache::walk_as_after)). The default settled nothing.
 /// Keep one per resolution of a path (it grows by one answer per blocking step), never across
 /// resolutions: its answers serve the use they were asked for.
+// Hidden: the revalidating walk's steps, for protocol tests and the bench; see `resolve_path`.
+#[doc(hidden)]
 #[derive(Clone, Debug, Default)]
 pub struct Unblocked {
     names: Vec<SettledName>,

@@ -1,5 +1,5 @@
 //! A directory renamed behind the cache: `resolve` moves its cached name to the one the
-//! filesystem answers (`src/splice.rs`), with what is cached below it, against racing writers;
+//! filesystem answers (`src/writers/splice.rs`), with what is cached below it, against racing writers;
 //! and what such moves share with `rename` (a directory between two names, a new parent
 //! forgotten meanwhile).
 

@@ -208,7 +208,8 @@ impl fuser::Filesystem for Mirror {
             for entry in &batch.entries {
                 let name = OsStr::from_bytes(&entry.name);
                 // Full: the kernel asks again from the last cookie it took.
-                if reply.add(INodeNo(entry.ino), entry.cookie, kind(entry.dtype.raw().into()), name) {
+                if reply.add(INodeNo(entry.ino), entry.cookie, kind(entry.dtype.raw().into()), name)
+                {
                     return reply.ok();
                 }
                 cookie = entry.cookie;

@@ -32,10 +32,11 @@
 
 use udcache_neghash::epoch;
 
+use crate::cache::ROOT_INO;
 use crate::cache::{Dcache, Lookup};
+use crate::config::UnlinkPolicy;
 use crate::error::Error;
 use crate::inode::Inode;
-use crate::{ROOT_INO, UnlinkPolicy};
 
 /// How far [`Dcache::link_below`] climbs: deeper than any real tree, and an end to a climb
 /// round a cycle of names that `add` let in (it does not check for them).
@@ -83,7 +84,7 @@ impl Dcache {
         let moved = self.move_spliced(&inode, from, to, asked);
         drop((moving, section));
         if let Some((parent, _)) = cut {
-            crate::listing::changed(self, parent, None);
+            super::listing::changed(self, parent, None);
         }
         moved
     }
@@ -111,8 +112,8 @@ impl Dcache {
         // The target is not positive (checked): the move replaces nothing.
         self.move_name(from, to, UnlinkPolicy::Drop, Some(asked), &guard, &names);
         // The listings are told before the name locks go, as by `rename`.
-        crate::listing::changed(self, from.0, None);
-        crate::listing::changed(self, to.0, None);
+        super::listing::changed(self, from.0, None);
+        super::listing::changed(self, to.0, None);
         Ok(Spliced::Done)
     }
 

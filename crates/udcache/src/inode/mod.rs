@@ -4,7 +4,7 @@
 //!
 //! - `ino`, `kind` and `fs_data` never change while the inode is cached: a reader holding
 //!   `&Inode` needs no lock for them. (A recycled inode object gets new ones, but only after a
-//!   grace period: see `recycle.rs`.)
+//!   grace period: see `inode/recycle.rs`.)
 //! - `lookups` (FUSE's `nlookup`) changes only under the inode's stripe lock in
 //!   [`Dcache`](crate::Dcache); it is atomic so that readers can report it.
 //! - `parent` (directories only: the inode number `..` leads to) changes only inside a rename
@@ -21,42 +21,21 @@
 //! - `access` holds the permission results per credential (see `access.rs`). Both are
 //!   reset when the object becomes another file (`init`).
 //! - A directory's [`DirState`] (its positive children and its listing cache) has its own
-//!   rules: see `tree.rs` and `listing.rs`.
+//!   rules: see `writers/tree.rs` and `listing.rs`.
 //! - Retire: an inode is reference counted (`InodeRef`); each
 //!   dentry and the inode table hold one count, and the last count returns it to its
 //!   `udcache-gp` pool, which reuses it only after a grace period, so `&Inode` borrowed under
 //!   a guard stays the same file while the guard lives.
 
-use crate::access::AccessCache;
+use crate::access::{AccessCache, AccessStamp};
 use crate::attr::{Attr, AttrCell};
-use crate::recycle::Pool;
+use crate::dirstate::DirState;
+use crate::fs::{FileType, InodeSpec};
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, lock};
-use crate::tree::DirState;
 
-/// The type of file an inode is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FileType {
-    /// A directory: has children, at most one name, and a parent (`..`).
-    Directory,
-    /// A regular file.
-    Regular,
-    /// A symbolic link: a path walk stops on it and reports it (see [`Walk`](crate::Walk)).
-    Symlink,
-    /// Anything else (device, FIFO, socket).
-    Other,
-}
+mod recycle;
 
-/// What a filesystem says about a file: its number, its type, and a word of its own (an index,
-/// a handle, a pointer cast to `u64`) that the cache keeps but never interprets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct InodeSpec {
-    /// The inode number (FUSE's node id). Unique among cached inodes.
-    pub ino: u64,
-    /// The file type.
-    pub kind: FileType,
-    /// The filesystem's own data.
-    pub fs_data: u64,
-}
+pub(crate) use recycle::{InodeRef, Pool, new_pool};
 
 /// A cached inode. Borrowed under an epoch guard from [`Dcache::lookup`](crate::Dcache::lookup)
 /// and [`Dcache::walk`](crate::Dcache::walk).
@@ -230,6 +209,15 @@ impl Inode {
 
     pub(crate) fn has_alias(&self) -> bool {
         !lock(&self.aliases).is_empty()
+    }
+}
+
+impl AccessStamp {
+    /// The stamp of the inode object `inode` as it is now.
+    pub(crate) fn of(inode: &Inode) -> Self {
+        // The address in units of the inode's alignment, truncated to 32 bits (see the type).
+        let object = std::ptr::from_ref(inode) as usize / align_of::<Inode>();
+        AccessStamp { object: object as u32, generation: inode.access.generation() }
     }
 }
 

@@ -5,7 +5,7 @@
 //! - A walk reads the rename sequence (`rename.rs`) first; an odd value (a rename in
 //!   progress) sends it straight to the fallback. It then resolves each component with a
 //!   lockless [`Dcache::lookup`](crate::Dcache::lookup) step (which trusts only fresh dentries:
-//!   see `reval.rs`) and, whatever the outcome, checks
+//!   see `walk/checks.rs`) and, whatever the outcome, checks
 //!   the sequence again: unchanged, the result stands; changed, the walk is done again holding
 //!   the rename lock (no section can open then), which is counted in
 //!   [`Stats::walk_fallbacks`](crate::Stats::walk_fallbacks).
@@ -39,10 +39,15 @@ use udcache_neghash::epoch::Guard;
 use crate::cache::{Dcache, Found, Lookup};
 use crate::dentry::Named;
 use crate::error::Error;
-use crate::inode::{FileType, Inode};
+use crate::fs::FileType;
+use crate::inode::Inode;
 use crate::name::{NAME_MAX, validate_name};
-use crate::reval::{Blocked, Checks};
 use crate::stats::Event;
+
+mod checks;
+
+pub use checks::Blocked;
+pub(crate) use checks::{Checks, cached, seen};
 
 /// How a [`Dcache::walk`] ended. Offsets are byte offsets into the path.
 #[derive(Clone, Copy, Debug)]
@@ -149,7 +154,7 @@ fn find_byte(byte: u8, s: &[u8]) -> Option<usize> {
 /// The lockless path walk.
 impl Dcache {
     /// Resolves `path` from directory `root`, lock-free unless a rename overlaps it (then once
-    /// more under the rename lock). See the module rules (`walk.rs`).
+    /// more under the rename lock). See the module rules (`walk/mod.rs`).
     ///
     /// Errors: a component that is not a valid name ([`Error::InvalidName`], checked before any
     /// lookup); `root` not cached, or a directory whose parent `..` names no longer cached

@@ -29,7 +29,8 @@ use std::sync::{Arc, OnceLock};
 
 use udcache_gp::{GpPool, PoolBox, PoolConfig};
 
-use crate::inode::{Inode, InodeSpec};
+use super::Inode;
+use crate::fs::InodeSpec;
 use crate::sync::{Ordering, fence};
 
 /// The pool an inode returns to, as each inode stores it.

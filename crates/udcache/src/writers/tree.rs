@@ -25,74 +25,21 @@
 //!   negatives of the dropped directories out of the name table in one pass. Inodes stay
 //!   cached until `forget`.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
+use std::collections::HashSet;
 
 use udcache_neghash::epoch;
 
 use crate::cache::{Dcache, Lookup};
+use crate::config::UnlinkPolicy;
 use crate::dentry::NameLock;
+use crate::dirstate::Child;
 use crate::error::Error;
-use crate::inode::{FileType, Inode, InodeSpec};
-use crate::listing::Listing;
+use crate::fs::FileType;
+use crate::inode::{Inode, InodeRef};
 use crate::name::validate_name;
-use crate::recycle::InodeRef;
-use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
-use crate::{UnlinkPolicy, listing};
+use crate::sync::{Ordering, lock};
 
-/// A directory's own state.
-pub(crate) struct DirState {
-    children: Mutex<HashMap<Box<[u8]>, InodeSpec>>,
-    had_negatives: AtomicBool,
-    /// The filesystem's last reported verifier (change attribute), if any (`Dcache::dir_changed`).
-    pub(crate) verifier: AtomicU64,
-    pub(crate) has_verifier: AtomicBool,
-    /// Held by a report that changes the directory, from its second look at the record to its
-    /// new record: reports take effect one at a time (see `listing.rs`).
-    pub(crate) reports: Mutex<()>,
-    /// Its cookie-indexed listing, made on the first readdir (see `listing.rs`).
-    pub(crate) listing: OnceLock<Listing>,
-}
-
-impl Default for DirState {
-    fn default() -> Self {
-        DirState {
-            children: Mutex::new(HashMap::new()),
-            had_negatives: AtomicBool::new(false),
-            verifier: AtomicU64::new(0),
-            has_verifier: AtomicBool::new(false),
-            reports: Mutex::new(()),
-            listing: OnceLock::new(),
-        }
-    }
-}
-
-impl DirState {
-    fn snapshot(&self) -> Vec<Child> {
-        lock(&self.children)
-            .iter()
-            .map(|(name, &inode)| Child { name: name.to_vec(), inode })
-            .collect()
-    }
-
-    /// Notes that a negative child was made.
-    pub(crate) fn note_negative(&self) {
-        // Relaxed: a hint read under the rename lock by `invalidate`/`forget`; a negative made
-        // concurrently with them is a later event they need not cover.
-        if !self.had_negatives.load(Ordering::Relaxed) {
-            self.had_negatives.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
-/// A positive child of a directory, as [`Dcache::children`] reports it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Child {
-    /// Its name in the directory.
-    pub name: Vec<u8>,
-    /// The inode it names.
-    pub inode: InodeSpec,
-}
+use super::listing;
 
 /// What [`Dcache::walk_tree`] does after visiting a child.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

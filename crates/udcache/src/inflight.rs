@@ -1,0 +1,150 @@
+//! The filesystem calls in flight, one per name, and how their waiters get the answer (the
+//! protocol of a miss is in `fetch.rs`).
+//!
+//! # Rules
+//!
+//! - A waiter first spins on the call's `answered` flag, for as long as the call is younger
+//!   than `SPIN` (20 µs): a call that answers from memory or with one quick system call ends
+//!   sooner than a sleep and a wake-up would (tens of microseconds), so sleeping would cost
+//!   the waiter more than the call it saves. A call still running at that age is a slow one
+//!   (a network round trip), and its waiters sleep: they count themselves in the call (under
+//!   its mutex) and sleep on its condition variable; the caller wakes them only if there are
+//!   any (a wake is a system call). Spinning or sleeping, a waiter never calls the
+//!   filesystem itself: one call per name however long it takes.
+
+use std::sync::Arc;
+#[cfg(not(loom))]
+use std::time::{Duration, Instant};
+
+use crate::error::{Errno, Error};
+use crate::fs::Resolved;
+use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, lock, spin};
+
+/// What one call settled: an answer, or `None` when a revalidation alone dropped the dentry.
+pub(crate) type Settle = Result<Option<Resolved>, Error>;
+
+/// How long after a call starts its waiters spin before they sleep: about what a sleep and a
+/// wake-up cost, so a waiter of a call that ends sooner never sleeps, and one of a slower call
+/// spins for no more than it then spends sleeping anyway.
+#[cfg(not(loom))]
+const SPIN: Duration = Duration::from_micros(20);
+
+/// One filesystem call in flight for the name `(parent, name)`.
+pub(crate) struct Call {
+    pub(crate) parent: u64,
+    pub(crate) name: Box<[u8]>,
+    /// When the call started: its waiters spin until it is [`SPIN`] old.
+    #[cfg(not(loom))]
+    started: Instant,
+    /// Set once `state` holds the answer; what spinning waiters watch.
+    answered: AtomicBool,
+    state: Mutex<CallState>,
+    done: Condvar,
+}
+
+/// A call's answer, once there is one, and how many threads wait for it.
+struct CallState {
+    answer: Option<Settle>,
+    waiters: usize,
+}
+
+impl Call {
+    pub(crate) fn new(parent: u64, name: &[u8]) -> Self {
+        Call {
+            parent,
+            name: name.into(),
+            #[cfg(not(loom))]
+            started: Instant::now(),
+            answered: AtomicBool::new(false),
+            state: Mutex::new(CallState { answer: None, waiters: 0 }),
+            done: Condvar::new(),
+        }
+    }
+
+    pub(crate) fn is_for(&self, parent: u64, name: &[u8]) -> bool {
+        self.parent == parent && *self.name == *name
+    }
+
+    /// Whether a waiter that has spun `spins` times spins on. The clock is read every 8
+    /// spins: a spin is one pause instruction (a few to about a hundred cycles, by CPU), a
+    /// read some tens of nanoseconds, so the spin overshoots `SPIN` by a few microseconds at
+    /// most.
+    #[cfg(not(loom))]
+    fn spin_on(&self, spins: u32) -> bool {
+        !spins.is_multiple_of(8) || self.started.elapsed() < SPIN
+    }
+
+    /// Under loom, one spin: the model explores a waiter that finds the answer while it spins
+    /// and one that goes on to sleep.
+    #[cfg(loom)]
+    fn spin_on(&self, spins: u32) -> bool {
+        spins < 1
+    }
+
+    /// The caller's answer, waited for as the rules say: spinning while the call is young,
+    /// then asleep. Also whether this waiter slept.
+    pub(crate) fn answer(&self) -> (Settle, bool) {
+        let mut spins = 0;
+        // Acquire: pairs with the Release store in `Ending::drop`, made after the answer was
+        // set; the answer itself is read under the mutex below, so this only ends the spin.
+        while !self.answered.load(Ordering::Acquire) && self.spin_on(spins) {
+            spin();
+            spins += 1;
+        }
+        let mut state = lock(&self.state);
+        let slept = state.answer.is_none();
+        if slept {
+            // Counted under the lock the caller sets the answer under: it sees this count and
+            // wakes this waiter, or this waiter sees the answer and does not sleep.
+            state.waiters += 1;
+            while state.answer.is_none() {
+                state = self.done.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+        (state.answer.clone().expect("woken with an answer"), slept)
+    }
+}
+
+/// The calls in flight.
+pub(crate) struct Inflight {
+    pub(crate) calls: Mutex<Vec<Arc<Call>>>,
+}
+
+impl Inflight {
+    pub(crate) fn new() -> Self {
+        Inflight { calls: Mutex::new(Vec::new()) }
+    }
+}
+
+/// Ends a call when its caller is done with it, answered or not: takes it off the list and
+/// wakes its waiters with the answer. A filesystem that panics unwinds through it, so the
+/// waiters get `EIO` (and the next miss calls again) instead of sleeping for ever.
+pub(crate) struct Ending<'a> {
+    pub(crate) inflight: &'a Inflight,
+    pub(crate) call: &'a Call,
+    /// The caller's answer; `None` while the filesystem runs.
+    pub(crate) answer: Option<Settle>,
+}
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        {
+            let mut calls = lock(&self.inflight.calls);
+            let at = calls.iter().position(|c| std::ptr::eq(&**c, self.call));
+            calls.swap_remove(at.expect("a call stays listed until its caller ends it"));
+        }
+        let answer = self.answer.take().unwrap_or(Err(Error::Backend(Errno::EIO)));
+        let waiters = {
+            let mut state = lock(&self.call.state);
+            state.answer = Some(answer);
+            // Release: pairs with the Acquire load of spinning waiters (`Call::answer`); set
+            // after the answer, so a waiter that sees it finds the answer under the lock.
+            self.call.answered.store(true, Ordering::Release);
+            state.waiters
+        };
+        // A waiter counts itself before it sleeps, under the same lock: none is missed.
+        if waiters > 0 {
+            self.call.done.notify_all();
+        }
+    }
+}
