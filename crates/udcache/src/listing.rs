@@ -82,7 +82,7 @@ impl Dcache {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use udcache::readdir::{Entry, Fill, FillError, Verifier};
+    /// use udcache::readdir::{DType, Entry, Fill, FillError, Verifier};
     /// use udcache::{Config, Dcache, Errno, Filesystem, InodeSpec, Resolved, ROOT_INO};
     ///
     /// /// A root directory holding `a` and `b`.
@@ -92,9 +92,9 @@ impl Dcache {
     ///         unreachable!("the complete listing answers")
     ///     }
     ///     fn readdir(&self, _dir: u64, cookie: u64, _max: usize) -> Result<Fill, FillError> {
-    ///         let all = [Entry::new("a", 2, 8, 1), Entry::new("b", 3, 8, 2)];
+    ///         let all = [Entry::new("a", 2, DType::REG, 1), Entry::new("b", 3, DType::REG, 2)];
     ///         let entries = all.into_iter().filter(|e| e.cookie > cookie).collect();
-    ///         Ok(Fill { entries, eof: true, verifier: Verifier(1) })
+    ///         Ok(Fill { entries, eof: true, verifier: Verifier::new(1) })
     ///     }
     /// }
     /// let cache = Dcache::new(Config::for_entries(64).with_filesystem(Arc::new(Two)));
