@@ -31,7 +31,7 @@ struct Input {
     shards: u8,
     /// Objects per fresh allocation (`None`: the default; else 1 to 256).
     fresh_run: Option<u8>,
-    /// 003's policy: reuse the newest freed object, waiting for its grace period.
+    /// The xfs grace-period policy: reuse the newest freed object, waiting for its grace period.
     wait: bool,
     ops: Vec<Op>,
 }

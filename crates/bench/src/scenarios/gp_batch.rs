@@ -1,11 +1,11 @@
-//! `gp-batch`: 003's allocation test — is reuse after a grace period free?
+//! `gp-batch`: the allocation test of Linux's "xfs: require an rcu grace period before inode recycle" thread — is reuse after a grace period free?
 //!
 //! One thread allocates B inode-sized (256-byte) objects, each with a fixed unit of work
 //! standing for the filesystem operation around it (default 1 µs of computation), then frees
 //! them all; repeatedly, for B in {1, 4, …, 1024}. A second thread pins and unpins continuously,
 //! as path walks do. Three variants of the same pool, interleaved round by round:
 //! - `immediate`: reuses at once (unsafe with lockless readers: the baseline);
-//! - `cond_sync`: reuses the newest freed object after `cond_synchronize` on its cookie (003);
+//! - `cond_sync`: reuses the newest freed object after `cond_synchronize` on its cookie (that thread's policy);
 //! - `pool`: `GpPool` as shipped (reuse only completed cookies, allocate fresh meanwhile).
 //!
 //! Then the same with the work unit at 0, for the raw cost of an alloc/free pair.

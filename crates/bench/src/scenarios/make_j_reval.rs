@@ -16,7 +16,7 @@
 //!   ([`Dcache::walk_as`] with a credential: one check per component).
 //! - **The filesystem is NFS-like** (`Nfs`): it keeps its own attribute cache per inode (1 s,
 //!   refreshed by a GETATTR, or by the post-op attributes of a LOOKUP). Asked to revalidate
-//!   without blocking it answers from that cache (002's `nfs_revalidate_inode_rcu`): an
+//!   without blocking it answers from that cache (as the kernel's NFS client's `nfs_revalidate_inode_rcu` does): an
 //!   expired negative is valid while its directory's attributes are fresh and its verifier
 //!   unchanged, an expired positive while its own attributes are fresh; a negative whose
 //!   directory changed needs a LOOKUP, and stale attributes a GETATTR: both block. So a

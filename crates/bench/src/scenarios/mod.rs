@@ -38,7 +38,7 @@ pub const ALL: &[Scenario] = &[
     },
     Scenario {
         name: "neg-flood",
-        about: "000's negative-entry flood (once and touch-twice): unbounded vs rule1 vs full",
+        about: "the negative-entry flood (once and touch-twice): unbounded vs rule1 vs full",
         run: neg_flood::run,
     },
     Scenario {
@@ -53,7 +53,7 @@ pub const ALL: &[Scenario] = &[
     },
     Scenario {
         name: "gp-batch",
-        about: "003's alloc/free batch loop: immediate reuse vs cond_synchronize vs GpPool",
+        about: "the alloc/free batch loop: immediate reuse vs cond_synchronize vs GpPool",
         run: gp_batch::run,
     },
     Scenario {
@@ -68,12 +68,12 @@ pub const ALL: &[Scenario] = &[
     },
     Scenario {
         name: "make-j",
-        about: "002's make -j load (negative lookups through 50 -I dirs): udcache vs a Mutex",
+        about: "the make -j load (negative lookups through 50 -I dirs): udcache vs a Mutex",
         run: make_j::run,
     },
     Scenario {
         name: "dcache-flood",
-        about: "000's flood through the whole Dcache (once and touch-twice): dentries per bucket",
+        about: "the negative-entry flood through the whole Dcache (once and touch-twice): dentries per bucket",
         run: dcache_flood::run,
     },
     Scenario {
@@ -83,7 +83,7 @@ pub const ALL: &[Scenario] = &[
     },
     Scenario {
         name: "make-j-reval",
-        about: "make-j with expiring entries, a changing include dir and access checks (002)",
+        about: "make-j with expiring entries, a changing include dir and access checks",
         run: make_j_reval::run,
     },
 ];

@@ -1,4 +1,5 @@
-//! `readdir-modified`: listing a large directory while it changes (seed 001).
+//! `readdir-modified`: listing a large directory while it changes (Linux's "NFS: Improve
+//! performance of listing directories being modified" thread).
 //!
 //! A backend directory of n entries (ids `0, 2, 4, ...` of a universe of 2n names, listed in id
 //! order, ordered cookies) counts its calls; there is no artificial latency. Every `K` backend
@@ -9,10 +10,10 @@
 //! `PAGE` = 512 entries (one cached page).
 //!
 //! Variants, each run on a fresh backend with the same writer sequence:
-//! - `restart`: 001's unpatched model. Pages indexed 0, 1, 2, ...; every call searches from
+//! - `restart`: the unpatched kernel's model. Pages indexed 0, 1, 2, ...; every call searches from
 //!   page 0 (filling missing pages), scanning each page for the cookie; a fill that reveals a
 //!   new verifier drops every page and the search starts again from page 0.
-//! - `cursor`: 001's posted patch. The same pages, but a reader keeps the index of the page it
+//! - `cursor`: that thread's posted patch. The same pages, but a reader keeps the index of the page it
 //!   last read and searches from there; after an invalidation it fills that page at its own
 //!   cookie. A cookie not found before the end is read uncached.
 //! - `index`: this workspace's `udcache-readdir` (exact cookie index, lazy invalidation,
@@ -253,7 +254,7 @@ fn pass_once(variant: Variant, n: u64, every: u64, bound: Duration) -> Run {
     }
 }
 
-/// 001's page-array cache: pages by index, searched for the cookie.
+/// The unpatched kernel's page-array cache: pages by index, searched for the cookie.
 struct PageArray<'a> {
     backend: &'a Modified,
     pages: Vec<Option<CachedPage>>,
