@@ -122,7 +122,8 @@ int udcfs_readdir_fill(void *ctx, uint64_t dir, uint64_t cookie, size_t max, udc
 	return r;
 }
 
-/* udc_readdir of up to `max` entries for the request `req`, whose open directory (if any) is `dh`. */
+/* udc_readdir of up to `max` entries for the request `req`, whose open directory is `dh`
+ * (NULL: none). */
 static int readdir_for(struct udcfs *fs, fuse_req_t req, fuse_ino_t dir, const uint64_t *dh,
 		       uint64_t cookie, udc_dirent *ents, size_t max, size_t *count)
 {

@@ -536,7 +536,7 @@ impl Dcache {
             fallback_needs_block: self.events.get(Event::Fallback(Reason::NeedsBlock)),
             access_hits: self.events.get(Event::AccessHit),
             access_calls: self.events.get(Event::AccessCall),
-            path_walks: self.events.get(Event::PathWalk),
+            path_rewalks: self.events.get(Event::PathRewalk),
         }
     }
 

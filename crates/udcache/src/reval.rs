@@ -148,8 +148,8 @@ impl Dcache {
     /// says, and the walk goes on from the inode found; no lookup is counted) or reported
     /// ([`OnMiss::Report`]: [`PathEnd::Miss`], for a caller that resolves it itself). At most
     /// 4 + 2 × (components of `path`) walks are done, each followed by at most one round of
-    /// blocking work or one lookup; they are counted in
-    /// [`Stats::path_walks`](crate::Stats::path_walks).
+    /// blocking work or one lookup; those after the first are counted in
+    /// [`Stats::path_rewalks`](crate::Stats::path_rewalks).
     ///
     /// Errors: as [`Dcache::walk`]; the filesystem's ([`Error::Backend`]), or an error filing
     /// its answer (as for [`Dcache::resolve`]); [`Error::NoFilesystem`] where it must ask and
@@ -194,8 +194,10 @@ impl Dcache {
         // miss (the inode may be forgotten before the next walk starts from it).
         let (mut from, mut base) = (root, 0);
         let mut before = None;
-        for _ in 0..4 + 2 * components {
-            self.events.bump(Event::PathWalk);
+        for round in 0..4 + 2 * components {
+            if round > 0 {
+                self.events.bump(Event::PathRewalk);
+            }
             let step = {
                 let guard = epoch::pin();
                 match self.walk_as_after(&guard, cred, from, &path[base..], &after) {

@@ -18,7 +18,7 @@ pub(crate) enum Event {
     Revalidation,
     AccessCall,
     AccessHit,
-    PathWalk,
+    PathRewalk,
     /// The four fallbacks, in `Reason` order.
     Fallback(Reason),
 }
@@ -40,7 +40,7 @@ impl Event {
             Event::Revalidation => 6,
             Event::AccessCall => 7,
             Event::AccessHit => 8,
-            Event::PathWalk => 9,
+            Event::PathRewalk => 9,
             Event::Fallback(why) => 10 + why as usize,
         }
     }
@@ -152,9 +152,10 @@ pub struct Stats {
     pub access_hits: u64,
     /// Calls of [`Filesystem::access`](crate::Filesystem::access) (access-cache misses).
     pub access_calls: u64,
-    /// Lockless walks done by [`Dcache::resolve_path`](crate::Dcache::resolve_path): one per
-    /// call, and one more after each round of blocking work or looked-up miss.
-    pub path_walks: u64,
+    /// Walks [`Dcache::resolve_path`](crate::Dcache::resolve_path) did again after its first
+    /// (one after each round of blocking work or looked-up miss); a resolution that the first
+    /// lockless walk answers counts none, so it writes no counter.
+    pub path_rewalks: u64,
 }
 
 impl Stats {
@@ -205,6 +206,6 @@ impl fmt::Display for Stats {
         writeln!(f, "fallback_needs_block {}", self.fallback_needs_block)?;
         writeln!(f, "access_hits {}", self.access_hits)?;
         writeln!(f, "access_calls {}", self.access_calls)?;
-        write!(f, "path_walks {}", self.path_walks)
+        write!(f, "path_rewalks {}", self.path_rewalks)
     }
 }

@@ -16,10 +16,10 @@ pub enum End {
 }
 
 /// Resolves `path` from the root with [`Dcache::resolve_path`], looking misses up. Returns the
-/// end and how many walks it took (the change of [`udcache::Stats::path_walks`]: exact while
-/// no other thread resolves a path in `cache`).
+/// end and how many walks it took (the first, and the change of
+/// [`udcache::Stats::path_rewalks`]: exact while no other thread resolves a path in `cache`).
 pub fn resolve_path(cache: &Dcache, cred: Option<&Cred>, path: &str) -> (End, usize) {
-    let before = cache.stats().path_walks;
+    let before = cache.stats().path_rewalks;
     let end = match cache.resolve_path(cred, ROOT_INO, path, OnMiss::Lookup) {
         Ok(PathEnd::Found(spec)) => End::Found(spec.ino),
         Ok(PathEnd::Negative { .. }) => End::Negative,
@@ -27,5 +27,5 @@ pub fn resolve_path(cache: &Dcache, cred: Option<&Cred>, path: &str) -> (End, us
         Err(Error::Unsettled) => End::GaveUp,
         other => panic!("{path}: {other:?}"),
     };
-    (end, (cache.stats().path_walks - before) as usize)
+    (end, 1 + (cache.stats().path_rewalks - before) as usize)
 }
