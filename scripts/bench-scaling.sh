@@ -14,7 +14,7 @@
 # tables below to OUTDIR/table.txt. It prints, per run, scaling_2t, machine_scaling_2t,
 # scaling_2t_of_machine, ratio_vs_mutex_2t and their N-thread counterparts, then make-j's
 # medians; then make-j's phases per run (start_share, first_compile_share,
-# coalesced_wait_share, tail_share, steady_compile_us at 1, 2 and N threads; coalesced
+# coalesced_wait_share, slow_compile_share, tail_share, steady_compile_us at 1, 2 and N threads; coalesced
 # misses and sleeps). Needs bash and
 # python3 only. Takes about 5 minutes on 16 cores (make-j ~25 s a run); with
 # --full-extras well over 10 (lookup alone over 4 minutes, map-lookup longer).
@@ -102,7 +102,7 @@ def show(head, table):
 show(head, table)
 # Where make-j's threads spend a measurement (see the make-j scenario's docs).
 phases = [f"{f}_{t}t" for t in dict.fromkeys((1, 2, n))
-          for f in ("start_share", "first_compile_share", "coalesced_wait_share", "tail_share",
+          for f in ("start_share", "first_compile_share", "coalesced_wait_share", "slow_compile_share", "tail_share",
                     "steady_compile_us")]
 phases += ["coalesced_misses", "coalesced_sleeps"]
 print()

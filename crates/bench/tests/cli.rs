@@ -239,8 +239,9 @@ fn make_j_reports_scaling() {
     assert_machine_shares(&s, &[1, 2, 3]);
     assert!(s.get("scaling_3t_of_machine").is_some() && s.get("machine_scaling_4t").is_none());
     for n in 1..=3 {
-        let shares = ["start_share", "first_compile_share", "tail_share", "coalesced_wait_share"]
+        let shares = ["start_share", "first_compile_share", "slow_compile_share", "tail_share"]
             .map(|f| s[format!("{f}_{n}t")].as_f64().expect("a share per count"));
+        assert!(s[format!("coalesced_wait_share_{n}t")].as_f64().is_some(), "{s}");
         assert!(shares.iter().sum::<f64>() < 1.0, "{n} threads: {shares:?}: {s}");
         assert!(s[format!("steady_compile_us_{n}t")].as_f64().is_some_and(|us| us > 0.0));
     }

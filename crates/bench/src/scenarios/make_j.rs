@@ -37,8 +37,11 @@
 //! steady one: the fresh cache's misses, and at n > 1 the wait for the other threads' calls
 //! of the same names), `tail_share_<n>t` (after a thread's last compile, until the last one
 //! ends), `coalesced_wait_share_<n>t` (waiting for another thread's call of a name, spinning
-//! or asleep: part of the first compile's) and `steady_compile_us_<n>t` (the median compile
-//! after the first: equal at 1 and n threads when the threads share no written line).
+//! or asleep: part of the first compile's), `slow_compile_share_<n>t` (the compiles after a
+//! thread's first, beyond a steady one each: preemption, and lines another thread writes) and
+//! `steady_compile_us_<n>t` (the median compile after the first: equal at 1 and n threads
+//! when the threads share no written line). Together with the steady compiles these shares
+//! are all of the threads' time, so a scaling below the machine's shows in one of them.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -205,6 +208,8 @@ struct Phases {
     tail: f64,
     /// Waiting for another thread's call of a name (udcache's coalesced misses).
     coalesced_wait: f64,
+    /// The compiles after each thread's first, beyond a steady compile each: the slow ones.
+    slow_compiles: f64,
     /// The median of the compiles after each thread's first, in µs.
     steady_compile_us: f64,
 }
@@ -228,6 +233,7 @@ impl Phases {
             first_compile: share(&|(_, _, c)| c.first().map_or(0.0, |&t| t as f64 - steady)),
             tail: share(&|(_, end, _)| (wall - end) as f64),
             coalesced_wait: waited as f64 / (wall as f64 * threads.len() as f64),
+            slow_compiles: share(&|(_, _, c)| c.iter().skip(1).map(|&t| t as f64 - steady).sum()),
             steady_compile_us: steady / 1e3,
         }
     }
@@ -343,6 +349,7 @@ pub fn run(opts: &Options) -> Report {
             .with(&format!("first_compile_share_{n}t"), med(|p| p.first_compile))
             .with(&format!("tail_share_{n}t"), med(|p| p.tail))
             .with(&format!("coalesced_wait_share_{n}t"), med(|p| p.coalesced_wait))
+            .with(&format!("slow_compile_share_{n}t"), med(|p| p.slow_compiles))
             .with(&format!("steady_compile_us_{n}t"), med(|p| p.steady_compile_us));
     }
     report.summary(machine::with_machine_scaling(summary, counts, machine_rates));
@@ -362,5 +369,9 @@ mod tests {
         assert_eq!(p.steady_compile_us, 0.1);
         assert_eq!((p.start, p.first_compile, p.tail), (0.05, 0.15, 0.05));
         assert_eq!(p.coalesced_wait, 0.05);
+        assert_eq!(p.slow_compiles, 0.0);
+        // One compile after the first takes 300 ns more than the steady 100.
+        let threads = [(100, 900, vec![300, 400, 100]), (0, 1000, vec![200, 100, 100, 100])];
+        assert_eq!(Phases::of(1000, &threads, 100).slow_compiles, 0.15);
     }
 }
