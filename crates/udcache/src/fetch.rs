@@ -10,9 +10,14 @@
 //!   scanning a handful beats hashing the name (and copying it to look it up) on every miss.
 //! - A call is a lookup of a missing name or the blocking revalidation of a stale one (see
 //!   `reval.rs`), which may end in a lookup; both read the parent's generation before
-//!   asking and file what they learn under it.
+//!   asking and file what they learn under it. The call revalidates only a dentry the look
+//!   under the in-flight mutex found stale: one filed after that look (by `add`, say) is met
+//!   when the lookup's answer is filed, which renews a negative or, finding a positive,
+//!   answers "look again".
 //! - The filesystem is called with no lock held and no epoch guard pinned (a slow call must not
-//!   hold back grace periods).
+//!   hold back grace periods). The looks before the call nest in one pin, and the filing after
+//!   it in another: a pin that nests in none is a full fence, and every 128th such pin of a
+//!   thread also tries to advance the global epoch, a line every thread's pins read.
 //! - How a waiter waits for the call (spinning, then asleep): see `inflight.rs`.
 //! - Waiters take the caller's answer as their own (they do not look again: the negative the
 //!   caller filed may already have been evicted by the bounding rules), always read under the
@@ -40,6 +45,14 @@ use crate::sync::lock;
 use crate::walk::{cached, seen};
 use crate::writers::Spliced;
 
+/// What a caller's call does: revalidate a `stale` dentry first; `lookup` the name if no
+/// dentry holds it (then).
+#[derive(Clone, Copy)]
+struct Ask {
+    lookup: bool,
+    stale: bool,
+}
+
 /// What the cache holds for a name, as a miss sees it.
 enum InCache {
     /// A dentry it trusts: the answer.
@@ -53,7 +66,12 @@ enum InCache {
 /// Who handles a miss.
 enum Role {
     Cached(Resolved),
-    Caller(Arc<Call>),
+    /// Makes the call: of a stale dentry (`stale`: revalidated first) or of no dentry, as the
+    /// look under the in-flight lock found it.
+    Caller {
+        call: Arc<Call>,
+        stale: bool,
+    },
     Waiter(Arc<Call>),
 }
 
@@ -121,9 +139,15 @@ impl Dcache {
     /// The fresh cached answer, or one call (a revalidation, then a lookup if `lookup`) made
     /// or waited for. Counts no lookup.
     pub(crate) fn fetch(&self, parent: u64, name: &[u8], lookup: bool) -> Settle {
-        match self.role(parent, name) {
+        // The looks that decide the role nest in one pin (see the rules): unpinned before
+        // the call.
+        let role = {
+            let _looks = epoch::pin();
+            self.role(parent, name)
+        };
+        match role {
             Role::Cached(r) => Ok(Some(r)),
-            Role::Caller(call) => self.call(parent, name, &call, lookup),
+            Role::Caller { call, stale } => self.call(parent, name, &call, Ask { lookup, stale }),
             Role::Waiter(call) => {
                 self.events.bump(Event::CoalescedMiss);
                 let waiting = std::time::Instant::now();
@@ -164,34 +188,47 @@ impl Dcache {
             return Role::Waiter(call.clone());
         }
         // Filed before its call left the list (see the rules): look again under the lock.
-        if let InCache::Fresh(r) = self.cached(parent, name) {
-            return Role::Cached(r);
-        }
+        let stale = match self.cached(parent, name) {
+            InCache::Fresh(r) => return Role::Cached(r),
+            InCache::Stale => true,
+            InCache::Nothing => false,
+        };
         let call = Arc::new(Call::new(parent, name));
         calls.push(call.clone());
-        Role::Caller(call)
+        Role::Caller { call, stale }
     }
 
     /// Calls the filesystem, files the answer, wakes the waiters (see [`Ending`]).
-    fn call(&self, parent: u64, name: &[u8], call: &Call, lookup: bool) -> Settle {
+    fn call(&self, parent: u64, name: &[u8], call: &Call, ask: Ask) -> Settle {
         let mut ending = Ending { inflight: &self.inflight, call, answer: None };
-        let answer = self.settle(parent, name, lookup);
+        let answer = self.settle(parent, name, ask);
         ending.answer = Some(answer.clone());
         answer
     }
 
-    /// The filesystem calls of one miss or stale name (no lock held, no guard pinned).
-    fn settle(&self, parent: u64, name: &[u8], lookup: bool) -> Settle {
+    /// The filesystem calls of one miss or stale name (no lock held, no guard pinned while
+    /// the filesystem runs).
+    fn settle(&self, parent: u64, name: &[u8], Ask { lookup, stale }: Ask) -> Settle {
         let fs = &**self.filesystem()?;
         // Every answer below is only as new as this generation: read before asking.
         let generation = self.dir_gen_now(parent);
-        match self.revalidate_blocking(fs, parent, name, generation) {
+        // A dentry filed since the role's look is not revalidated: the lookup's answer meets
+        // it when filed (`Exists`: look again) or renews it.
+        let settled = if stale {
+            self.revalidate_blocking(fs, parent, name, generation)
+        } else {
+            Settled::Absent
+        };
+        match settled {
             Settled::Fresh(r) => return Ok(Some(r)),
             Settled::Dropped | Settled::Absent if !lookup => return Ok(None),
             Settled::Dropped | Settled::Absent => {}
         }
         self.events.bump(Event::BackendLookup);
-        match fs.lookup(parent, name) {
+        let answer = fs.lookup(parent, name);
+        // Filing nests its looks and writes in one pin.
+        let _filing = epoch::pin();
+        match answer {
             Err(errno) => Err(Error::Backend(errno)),
             Ok(None) => match self.file_negative(parent, name, Some(generation)) {
                 Ok(()) => Ok(Some(Resolved::Negative)),
