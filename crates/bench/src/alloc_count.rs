@@ -82,13 +82,13 @@ pub fn live_bytes() -> usize {
     sum.max(0) as usize
 }
 
-/// Live heap bytes once the frees still deferred by earlier work have run: flushes the epoch
-/// until 1,000 flushes in a row bring the count no lower (a flush itself allocates and frees
-/// the epoch's bag nodes, so the count never quite stands still). A measurement starts from
-/// here, so that what a table dropped before it gives back late (its entries are released a
-/// grace period after the drop, and their pool after the last of them) is not subtracted from
-/// what it measures.
-pub fn settled_live_bytes() -> usize {
+/// Runs the frees still deferred by earlier work: flushes the epoch until 1,000 flushes in a
+/// row bring the live count no lower (a flush itself allocates and frees the epoch's bag
+/// nodes, so the count never quite stands still). What a table dropped before gives back
+/// late (its entries are released a grace period after the drop, and their pool after the
+/// last of them) is then not paid for inside the next measurement: by its threads' pins,
+/// which run deferred frees, or in what it subtracts from the live count.
+pub fn settle_deferred_frees() {
     let mut low = live_bytes();
     let mut quiet = 0;
     while quiet < 1_000 {
@@ -101,5 +101,11 @@ pub fn settled_live_bytes() -> usize {
             quiet += 1;
         }
     }
+}
+
+/// Live heap bytes once the frees still deferred by earlier work have run (see
+/// [`settle_deferred_frees`]): a memory measurement starts from here.
+pub fn settled_live_bytes() -> usize {
+    settle_deferred_frees();
     live_bytes()
 }

@@ -5,9 +5,12 @@
 //! - One mutex guards the list of calls in flight, each for one `(parent, name)`. A thread
 //!   that misses looks the name up in the cache again *under* that mutex: a caller files its
 //!   answer in the cache before it takes its call off the list, so a name is either cached
-//!   (fresh), or in flight, or neither (and this thread becomes its caller). The list is a
-//!   vector searched by comparing keys: a server has about one call in flight per thread, and
-//!   scanning a handful beats hashing the name (and copying it to look it up) on every miss.
+//!   (fresh), or in flight, or neither (and this thread becomes its caller). That look is
+//!   skipped when no call has ended since before the look that missed (the list counts its
+//!   ended calls): an answer filed by a call that ended earlier was there for that look. The
+//!   list is a vector searched by comparing keys: a server has about one call in flight per
+//!   thread, and scanning a handful beats hashing the name (and copying it to look it up) on
+//!   every miss.
 //! - A call is a lookup of a missing name or the blocking revalidation of a stale one (see
 //!   `reval.rs`), which may end in a lookup; both read the parent's generation before
 //!   asking and file what they learn under it. The call revalidates only a dentry the look
@@ -32,13 +35,14 @@
 
 use std::sync::Arc;
 
-use udcache_neghash::epoch;
+use udcache_neghash::epoch::{self, Guard};
 
 use crate::cache::{Dcache, Found, Stale};
 use crate::dentry::DentryWrites;
 use crate::error::Error;
 use crate::fs::{Filesystem, InodeSpec, Resolved, Revalidate};
 use crate::inflight::{Call, Ending, Settle};
+use crate::inode::Inode;
 use crate::name::validate_name;
 use crate::stats::Event;
 use crate::sync::lock;
@@ -46,11 +50,13 @@ use crate::walk::{cached, seen};
 use crate::writers::Spliced;
 
 /// What a caller's call does: revalidate a `stale` dentry first; `lookup` the name if no
-/// dentry holds it (then).
+/// dentry holds it (then). Every answer is only as new as the parent's `generation`, read
+/// before asking.
 #[derive(Clone, Copy)]
 struct Ask {
     lookup: bool,
     stale: bool,
+    generation: u32,
 }
 
 /// What the cache holds for a name, as a miss sees it.
@@ -71,6 +77,7 @@ enum Role {
     Caller {
         call: Arc<Call>,
         stale: bool,
+        generation: u32,
     },
     Waiter(Arc<Call>),
 }
@@ -141,17 +148,16 @@ impl Dcache {
     pub(crate) fn fetch(&self, parent: u64, name: &[u8], lookup: bool) -> Settle {
         // The looks that decide the role nest in one pin (see the rules): unpinned before
         // the call.
-        let role = {
-            let _looks = epoch::pin();
-            self.role(parent, name)
-        };
+        let role = self.role(&epoch::pin(), parent, name);
         match role {
             Role::Cached(r) => Ok(Some(r)),
-            Role::Caller { call, stale } => self.call(parent, name, &call, Ask { lookup, stale }),
+            Role::Caller { call, stale, generation } => {
+                self.call(parent, name, &call, Ask { lookup, stale, generation })
+            }
             Role::Waiter(call) => {
                 self.events.bump(Event::CoalescedMiss);
                 let waiting = std::time::Instant::now();
-                let (answer, slept) = call.answer();
+                let (answer, slept) = call.answer(waiting);
                 let waited = u64::try_from(waiting.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 self.events.add(Event::CoalescedWaitNs, waited);
                 if slept {
@@ -162,9 +168,8 @@ impl Dcache {
         }
     }
 
-    fn cached(&self, parent: u64, name: &[u8]) -> InCache {
-        let guard = epoch::pin();
-        match self.fresh_or_stale(&guard, parent, name) {
+    fn cached(&self, guard: &Guard, parent: u64, name: &[u8]) -> InCache {
+        match self.fresh_or_stale(guard, parent, name) {
             Ok(Found::Hit(named)) => InCache::Fresh(Resolved::Found(named.inode.spec())),
             Ok(Found::Negative) => InCache::Fresh(Resolved::Negative),
             Ok(Found::Miss) => InCache::Nothing,
@@ -172,30 +177,39 @@ impl Dcache {
         }
     }
 
-    fn role(&self, parent: u64, name: &[u8]) -> Role {
-        match self.cached(parent, name) {
+    fn role(&self, guard: &Guard, parent: u64, name: &[u8]) -> Role {
+        let ended = self.inflight.ended();
+        let mut seen = match self.cached(guard, parent, name) {
             InCache::Fresh(r) => return Role::Cached(r),
-            // Only where no dentry holds the name. A stale dentry is revalidated: the
-            // listing's answer would neither refresh nor drop it, so every later walk would
-            // meet it again (and `walk_as` would never end).
-            InCache::Nothing if self.listed_absent(parent, name) => {
-                return Role::Cached(Resolved::Negative);
-            }
-            InCache::Nothing | InCache::Stale => {}
+            seen => seen,
+        };
+        // The parent, looked up once: its listing may answer, and a call files its answer
+        // under the generation read here (before asking, as the rules require).
+        let dir = self.inode(guard, parent);
+        // Only where no dentry holds the name. A stale dentry is revalidated: the listing's
+        // answer would neither refresh nor drop it, so every later walk would meet it again
+        // (and `walk_as` would never end).
+        if matches!(seen, InCache::Nothing) && self.listed_absent(dir, name) {
+            return Role::Cached(Resolved::Negative);
         }
+        let generation = dir.map_or(0, Inode::dir_gen);
         let mut calls = lock(&self.inflight.calls);
         if let Some(call) = calls.iter().find(|c| c.is_for(parent, name)) {
             return Role::Waiter(call.clone());
         }
-        // Filed before its call left the list (see the rules): look again under the lock.
-        let stale = match self.cached(parent, name) {
+        // Filed before its call left the list (see the rules): look again under the lock if
+        // a call has ended since the look above.
+        if self.inflight.ended_since(ended, &calls) {
+            seen = self.cached(guard, parent, name);
+        }
+        let stale = match seen {
             InCache::Fresh(r) => return Role::Cached(r),
             InCache::Stale => true,
             InCache::Nothing => false,
         };
         let call = Arc::new(Call::new(parent, name));
         calls.push(call.clone());
-        Role::Caller { call, stale }
+        Role::Caller { call, stale, generation }
     }
 
     /// Calls the filesystem, files the answer, wakes the waiters (see [`Ending`]).
@@ -208,10 +222,9 @@ impl Dcache {
 
     /// The filesystem calls of one miss or stale name (no lock held, no guard pinned while
     /// the filesystem runs).
-    fn settle(&self, parent: u64, name: &[u8], Ask { lookup, stale }: Ask) -> Settle {
+    fn settle(&self, parent: u64, name: &[u8], ask: Ask) -> Settle {
+        let Ask { lookup, stale, generation } = ask;
         let fs = &**self.filesystem()?;
-        // Every answer below is only as new as this generation: read before asking.
-        let generation = self.dir_gen_now(parent);
         // A dentry filed since the role's look is not revalidated: the lookup's answer meets
         // it when filed (`Exists`: look again) or renews it.
         let settled = if stale {

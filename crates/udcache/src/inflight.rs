@@ -3,39 +3,42 @@
 //!
 //! # Rules
 //!
-//! - A waiter first spins on the call's `answered` flag, for as long as the call is younger
-//!   than `SPIN` (20 µs): a call that answers from memory or with one quick system call ends
+//! - A waiter first spins on the call's `answered` flag, for at most `SPIN` (20 µs) from when
+//!   it began to wait: a call that answers from memory or with one quick system call ends
 //!   sooner than a sleep and a wake-up would (tens of microseconds), so sleeping would cost
-//!   the waiter more than the call it saves. A call still running at that age is a slow one
+//!   the waiter more than the call it saves. A call still running after that is a slow one
 //!   (a network round trip), and its waiters sleep: they count themselves in the call (under
 //!   its mutex) and sleep on its condition variable; the caller wakes them only if there are
 //!   any (a wake is a system call). Spinning or sleeping, a waiter never calls the
 //!   filesystem itself: one call per name however long it takes.
+//! - A call costs its caller one allocation (the name is kept inline, at most `NAME_MAX`
+//!   bytes) and no clock read: only waiters read the clock.
 
 use std::sync::Arc;
 #[cfg(not(loom))]
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use std::time::Instant;
 
 use crate::error::{Errno, Error};
 use crate::fs::Resolved;
-use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, lock, spin};
+use crate::name::NAME_MAX;
+use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, Ordering, lock, spin};
 
 /// What one call settled: an answer, or `None` when a revalidation alone dropped the dentry.
 pub(crate) type Settle = Result<Option<Resolved>, Error>;
 
-/// How long after a call starts its waiters spin before they sleep: about what a sleep and a
-/// wake-up cost, so a waiter of a call that ends sooner never sleeps, and one of a slower call
-/// spins for no more than it then spends sleeping anyway.
+/// How long a waiter spins before it sleeps: about what a sleep and a wake-up cost, so a
+/// waiter of a call that ends sooner never sleeps, and one of a slower call spins for no more
+/// than it then spends sleeping anyway.
 #[cfg(not(loom))]
 const SPIN: Duration = Duration::from_micros(20);
 
 /// One filesystem call in flight for the name `(parent, name)`.
 pub(crate) struct Call {
-    pub(crate) parent: u64,
-    pub(crate) name: Box<[u8]>,
-    /// When the call started: its waiters spin until it is [`SPIN`] old.
-    #[cfg(not(loom))]
-    started: Instant,
+    parent: u64,
+    /// The name's length, and its bytes at the front of `name`.
+    len: usize,
+    name: [u8; NAME_MAX],
     /// Set once `state` holds the answer; what spinning waiters watch.
     answered: AtomicBool,
     state: Mutex<CallState>,
@@ -49,12 +52,14 @@ struct CallState {
 }
 
 impl Call {
+    /// A call for `(parent, name)`, a validated name (at most [`NAME_MAX`] bytes).
     pub(crate) fn new(parent: u64, name: &[u8]) -> Self {
+        let mut inline = [0; NAME_MAX];
+        inline[..name.len()].copy_from_slice(name);
         Call {
             parent,
-            name: name.into(),
-            #[cfg(not(loom))]
-            started: Instant::now(),
+            len: name.len(),
+            name: inline,
             answered: AtomicBool::new(false),
             state: Mutex::new(CallState { answer: None, waiters: 0 }),
             done: Condvar::new(),
@@ -62,32 +67,32 @@ impl Call {
     }
 
     pub(crate) fn is_for(&self, parent: u64, name: &[u8]) -> bool {
-        self.parent == parent && *self.name == *name
+        self.parent == parent && self.name[..self.len] == *name
     }
 
-    /// Whether a waiter that has spun `spins` times spins on. The clock is read every 8
-    /// spins: a spin is one pause instruction (a few to about a hundred cycles, by CPU), a
-    /// read some tens of nanoseconds, so the spin overshoots `SPIN` by a few microseconds at
-    /// most.
+    /// Whether a waiter that began to wait at `since` and has spun `spins` times spins on.
+    /// The clock is read every 8 spins: a spin is one pause instruction (a few to about a
+    /// hundred cycles, by CPU), a read some tens of nanoseconds, so the spin overshoots `SPIN`
+    /// by a few microseconds at most.
     #[cfg(not(loom))]
-    fn spin_on(&self, spins: u32) -> bool {
-        !spins.is_multiple_of(8) || self.started.elapsed() < SPIN
+    fn spin_on(spins: u32, since: Instant) -> bool {
+        !spins.is_multiple_of(8) || since.elapsed() < SPIN
     }
 
     /// Under loom, one spin: the model explores a waiter that finds the answer while it spins
     /// and one that goes on to sleep.
     #[cfg(loom)]
-    fn spin_on(&self, spins: u32) -> bool {
+    fn spin_on(spins: u32, _since: Instant) -> bool {
         spins < 1
     }
 
-    /// The caller's answer, waited for as the rules say: spinning while the call is young,
-    /// then asleep. Also whether this waiter slept.
-    pub(crate) fn answer(&self) -> (Settle, bool) {
+    /// The caller's answer, waited for as the rules say by a waiter that began to wait at
+    /// `since`: spinning at first, then asleep. Also whether this waiter slept.
+    pub(crate) fn answer(&self, since: Instant) -> (Settle, bool) {
         let mut spins = 0;
         // Acquire: pairs with the Release store in `Ending::drop`, made after the answer was
         // set; the answer itself is read under the mutex below, so this only ends the spin.
-        while !self.answered.load(Ordering::Acquire) && self.spin_on(spins) {
+        while !self.answered.load(Ordering::Acquire) && Self::spin_on(spins, since) {
             spin();
             spins += 1;
         }
@@ -108,11 +113,30 @@ impl Call {
 /// The calls in flight.
 pub(crate) struct Inflight {
     pub(crate) calls: Mutex<Vec<Arc<Call>>>,
+    /// How many calls have ended: raised under `calls`' lock as a call leaves the list, after
+    /// its caller filed its answer.
+    ended: AtomicU64,
 }
 
 impl Inflight {
     pub(crate) fn new() -> Self {
-        Inflight { calls: Mutex::new(Vec::new()) }
+        Inflight { calls: Mutex::new(Vec::new()), ended: AtomicU64::new(0) }
+    }
+
+    /// How many calls have ended, read before a look at the cache: if no call ends between
+    /// this read and the in-flight lock ([`ended_since`](Self::ended_since)), every answer
+    /// filed by a call no longer listed was filed before the look, which saw it.
+    pub(crate) fn ended(&self) -> u64 {
+        // Acquire: pairs with the Release raise in `Ending::drop`, made after that caller
+        // filed its answer: a look after this load sees what the calls counted had filed.
+        self.ended.load(Ordering::Acquire)
+    }
+
+    /// Whether a call has ended since [`ended`](Self::ended) read `before`; asked with the
+    /// in-flight lock held (`_calls`), under which the count is raised.
+    pub(crate) fn ended_since(&self, before: u64, _calls: &[Arc<Call>]) -> bool {
+        // Relaxed: read under the lock the raise is made under.
+        self.ended.load(Ordering::Relaxed) != before
     }
 }
 
@@ -132,6 +156,10 @@ impl Drop for Ending<'_> {
             let mut calls = lock(&self.inflight.calls);
             let at = calls.iter().position(|c| std::ptr::eq(&**c, self.call));
             calls.swap_remove(at.expect("a call stays listed until its caller ends it"));
+            // Release: pairs with the Acquire in `Inflight::ended`; after the caller filed its
+            // answer. Under the lock: one raiser at a time.
+            let ended = self.inflight.ended.load(Ordering::Relaxed);
+            self.inflight.ended.store(ended + 1, Ordering::Release);
         }
         let answer = self.answer.take().unwrap_or(Err(Error::Backend(Errno::EIO)));
         let waiters = {

@@ -56,7 +56,6 @@
 
 use std::time::Duration;
 
-use udcache_neghash::epoch;
 use udcache_readdir::{Batch, Verifier};
 
 use crate::cache::Dcache;
@@ -191,20 +190,18 @@ impl Dcache {
         }
     }
 
-    /// What `dir`'s listing says of `name` (`Unknown` if `dir` has none).
-    fn listed(&self, dir: u64, name: &[u8]) -> udcache_readdir::Lookup {
-        self.dir_state(&epoch::pin(), dir)
-            .and_then(|d| d.listing.get())
-            .map_or(udcache_readdir::Lookup::Unknown, |l| l.lookup(name))
-    }
-
-    /// Whether `dir`'s complete listing says `name` does not exist (a trusted negative). Only
-    /// where negatives never time out: a listing has no age (see the rules).
-    pub(crate) fn listed_absent(&self, dir: u64, name: &[u8]) -> bool {
+    /// Whether the complete listing of directory `dir` (as looked up by the caller; `None`:
+    /// not cached) says `name` does not exist (a trusted negative). Only where negatives never
+    /// time out: a listing has no age (see the rules).
+    pub(crate) fn listed_absent(&self, dir: Option<&Inode>, name: &[u8]) -> bool {
         if self.timeouts.negative != Duration::MAX {
             return false;
         }
-        let absent = self.listed(dir, name) == udcache_readdir::Lookup::Absent;
+        let listed = dir
+            .and_then(Inode::dir)
+            .and_then(|d| d.listing.get())
+            .map_or(udcache_readdir::Lookup::Unknown, |l| l.lookup(name));
+        let absent = listed == udcache_readdir::Lookup::Absent;
         if absent {
             self.events.bump(Event::CompleteDirNegative);
         }

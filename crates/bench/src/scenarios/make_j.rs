@@ -56,6 +56,7 @@ use udcache::{
 
 use super::lookup::{Key, KeyView};
 use super::maps::{Fields, with_more_threads};
+use crate::alloc_count::settle_deferred_frees;
 use crate::measure::{interleaved, median};
 use crate::report::{Report, Row};
 use crate::{Options, machine};
@@ -245,6 +246,9 @@ impl Phases {
 fn make(variant: &str, files: &Files, threads: usize) -> (f64, Calls, Phases) {
     let table = Table::new(variant, files);
     let next = AtomicUsize::new(0);
+    // The previous measurement's table is freed a grace period after its drop: not by this
+    // measurement's pins.
+    settle_deferred_frees();
     let start = Instant::now();
     let since = |t: Instant| (t - start).as_nanos() as u64;
     let timed = std::thread::scope(|s| {

@@ -60,6 +60,7 @@ use udcache::{
 use udcache::{Clock, ManualClock};
 
 use super::make_j::{Files, HEADERS, INCLUDE_DIRS};
+use crate::alloc_count::settle_deferred_frees;
 use crate::measure::{interleaved, median};
 use crate::report::{Report, Row};
 use crate::{Options, machine};
@@ -278,6 +279,9 @@ fn make(variant: Variant, threads: usize, compiles: usize) -> (f64, Tally, Setup
     let cred = (variant == Variant::Reval).then(cred);
     let next = AtomicUsize::new(0);
     let walks = AtomicU64::new(0);
+    // The previous measurement's table is freed a grace period after its drop: not by this
+    // measurement's pins.
+    settle_deferred_frees();
     let start = Instant::now();
     let tally = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)

@@ -203,14 +203,15 @@ impl Dcache {
         let dir = self.inode(&guard, parent).ok_or(Error::UnknownInode(parent))?;
         let state = dir.dir().ok_or(Error::NotDirectory(parent))?;
         let names = self.lock_names((parent, name), None);
-        // Under the name's lock: a positive name is refused before a dentry is made for it.
-        if self.is_positive(parent, name) {
-            return Err(Error::Exists);
-        }
-        state.note_negative();
         let valid = self.word_in(dir, self.timeouts.negative, asked);
+        // A present name is answered without a cell taken for it (neghash's rule): a positive
+        // one is refused having changed nothing.
         match self.names.insert(parent, name, Polarity::Negative, Dentry::negative(valid)) {
-            Insertion::Inserted(_) => Ok(()),
+            Insertion::Inserted(_) => {
+                // Still under the parent's stripe, so before its last `forget` can look.
+                state.note_negative();
+                Ok(())
+            }
             Insertion::Present(found) if found.is_negative() => {
                 found.set_validity(valid, &names);
                 Ok(())
