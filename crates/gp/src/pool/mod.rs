@@ -31,6 +31,12 @@
 //!   goes, as a slab does; a block with an object still in use or parked keeps its memory,
 //!   and the slots released from it are holes that later runs fill before any slot is
 //!   carved. The one block still being carved holds memory not yet used: at most its size.
+//! - **Steals** look only at the shards a hint marks (one bit per shard, in words of their
+//!   own): a shard's bit is set, under its lock, before objects are parked on it, and cleared,
+//!   under its lock, by a steal that finds it empty. So a shard with parked objects always
+//!   has its bit set, and a steal costs no `try_lock` of a shard that has none: every other
+//!   shard's lock word is a line its threads use. A bit read stale (just set) skips that
+//!   steal once.
 //! - **Locks.** One mutex per shard; a thread takes its own shard's lock and, while holding it,
 //!   at most `try_lock`s others: no lock order to violate, no deadlock. Shards belong to the
 //!   pool, not to threads, so a thread that exits strands nothing: its shard is used by other
@@ -222,6 +228,8 @@ type Hook<T> = Box<dyn Fn(&mut T) + Send + Sync>;
 /// ```
 pub struct GpPool<T: Send + 'static> {
     shards: Box<[Padded<Mutex<Shard<T>>>]>,
+    /// The shards that may have parked objects, a bit each (see the rules, Steals).
+    parked_hint: Box<[AtomicU64]>,
     make: Box<dyn Fn() -> T + Send + Sync>,
     reinit: Hook<T>,
     config: PoolConfig,
@@ -263,6 +271,7 @@ impl<T: Send + 'static> GpPool<T> {
         };
         GpPool {
             shards: (0..n).map(|_| Padded(Mutex::new(Shard::new()))).collect(),
+            parked_hint: (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             make: Box::new(make),
             reinit: Box::new(reinit),
             config,
@@ -423,6 +432,28 @@ impl<T: Send + 'static> GpPool<T> {
         home_hint() & (self.shards.len() - 1)
     }
 
+    /// Notes in the hint whether shard `at`, whose lock the caller holds, has parked objects
+    /// (`true` before it parks them). A store only when the bit changes.
+    fn note_parked(&self, at: usize, parked: bool) {
+        let (word, bit) = (&self.parked_hint[at / 64], 1u64 << (at % 64));
+        // Relaxed: a hint (see the rules, Steals); every change of this bit is made under
+        // shard `at`'s lock, so a set and a clear of it never cross.
+        if (word.load(Relaxed) & bit != 0) != parked {
+            if parked {
+                word.fetch_or(bit, Relaxed);
+            } else {
+                word.fetch_and(!bit, Relaxed);
+            }
+        }
+    }
+
+    /// Whether shard `at` may have parked objects, by the hint.
+    fn may_have_parked(&self, at: usize) -> bool {
+        // Relaxed: a hint; a stale clear bit skips one steal (the allocation makes a fresh
+        // object instead), and the bit's set is seen soon after.
+        self.parked_hint[at / 64].load(Relaxed) & (1 << (at % 64)) != 0
+    }
+
     /// Takes a parked object the policy allows handing out, waiting if the policy says so:
     /// from shard `home` (`anywhere`: from any shard, for the wait and immediate policies at
     /// the cap; the default policy has looked everywhere already).
@@ -501,11 +532,16 @@ impl<T: Send + 'static> GpPool<T> {
     fn steal_ready(&self, home: usize, oldest: &mut Option<GpCookie>) -> Option<NonNull<Slot<T>>> {
         let n = self.shards.len();
         for i in 1..n {
-            let victim = &self.shards[(home + i) & (n - 1)].0;
-            let Some(batch) = try_lock(victim).and_then(|mut v| {
+            let at = (home + i) & (n - 1);
+            if !self.may_have_parked(at) {
+                continue;
+            }
+            let Some(batch) = try_lock(&self.shards[at].0).and_then(|mut v| {
                 let ready = v.take_oldest_batch_if(completed);
-                if let (None, Some(c)) = (&ready, v.oldest_cookie()) {
-                    *oldest = Some(oldest.map_or(c, |o| o.min(c)));
+                match v.oldest_cookie() {
+                    Some(c) if ready.is_none() => *oldest = Some(oldest.map_or(c, |o| o.min(c))),
+                    Some(_) => {}
+                    None => self.note_parked(at, false),
                 }
                 ready
             }) else {
@@ -515,6 +551,7 @@ impl<T: Send + 'static> GpPool<T> {
             // In cookie order: home's front had not completed when `take_parked` looked, but
             // may have since, and then it is older than the stolen batch.
             sh.insert_batch(batch);
+            self.note_parked(home, true);
             // The front's cookie is no newer than the stolen one, which has completed.
             let slot = sh.take_oldest_if(|_| true);
             sh.recycled += 1;
@@ -603,7 +640,9 @@ impl<T: Send + 'static> GpPool<T> {
         unsafe { Slot::check_transition(slot, self.id, true) };
         let mut request_now = None;
         {
-            let mut sh = lock(&self.shards[self.home()].0);
+            let home = self.home();
+            let mut sh = lock(&self.shards[home].0);
+            self.note_parked(home, true);
             let cookie = match self.config.reuse {
                 Reuse::Immediately => GpCookie::COMPLETED,
                 _ => {
@@ -815,7 +854,9 @@ mod tests {
             let slot = Slot::from_value(PoolBox::into_raw(b));
             // SAFETY: a live slot of this pool, given up by its box.
             unsafe { Slot::check_transition(slot, pool.id, true) };
-            lock(&pool.shards[shard].0).park(slot, cookie);
+            let mut sh = lock(&pool.shards[shard].0);
+            pool.note_parked(shard, true);
+            sh.park(slot, cookie);
             slot
         };
         let (x, y) = (pool.alloc(), pool.alloc());
@@ -832,6 +873,27 @@ mod tests {
         // SAFETY: handed out by `steal`: this test owns it, and its box parks it again.
         unsafe { Slot::check_transition(got, pool.id, false) };
         drop(PoolBox { slot: got, pool: &pool });
+    }
+
+    #[test]
+    fn the_hint_marks_every_shard_with_parked_objects() {
+        let config = PoolConfig::default().with_shards(2).with_fresh_run(1);
+        let pool = GpPool::with_config(config, || 0u64, |_| {});
+        let (home, other) = (pool.home(), pool.home() ^ 1);
+        assert!(!pool.may_have_parked(home) && !pool.may_have_parked(other));
+        pool.alloc().free();
+        assert!(pool.may_have_parked(home), "parked on this thread's shard");
+        crate::synchronize();
+        // The other shard steals the completed batch: the steal finds this shard empty then,
+        // and clears its bit; the thief's is set before the batch lands there.
+        let got = pool.steal(other).expect("a completed batch to steal");
+        assert!(!pool.may_have_parked(home) && pool.may_have_parked(other));
+        // A shard whose bit is clear is not tried: nothing to steal from either.
+        assert!(pool.steal(other).is_none());
+        // SAFETY: handed out by `steal`: this test owns it, and its box parks it again.
+        unsafe { Slot::check_transition(got, pool.id, false) };
+        drop(PoolBox { slot: got, pool: &pool });
+        assert!(pool.may_have_parked(home));
     }
 
     #[test]
