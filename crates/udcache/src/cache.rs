@@ -70,7 +70,7 @@ use crate::inode::{Inode, InodeRef};
 use crate::name::validate_name;
 use crate::rename::RenameSeq;
 use crate::stats::{Event, Events, Stats};
-use crate::sync::{Mutex, MutexGuard, lock};
+use crate::sync::{Mutex, MutexGuard, Padded, lock};
 use crate::valid::{Reason, Timeouts, Validity};
 
 /// The root directory's inode number (FUSE's `FUSE_ROOT_ID`). Every cache starts with it.
@@ -144,8 +144,9 @@ pub(crate) struct MovingLock<'a> {
 pub struct Dcache {
     pub(crate) names: NegHash<Dentry>,
     pub(crate) inodes: NegHash<Slot>,
-    name_locks: Box<[Mutex<()>]>,
-    inode_locks: Box<[Mutex<()>]>,
+    /// Each stripe on lines of its own (writers of unrelated names take neighbouring stripes).
+    name_locks: Box<[Padded<Mutex<()>>]>,
+    inode_locks: Box<[Padded<Mutex<()>>]>,
     pub(crate) rename: RenameSeq,
     pub(crate) events: Events,
     pub(crate) inflight: Inflight,
@@ -193,8 +194,8 @@ impl Dcache {
         let cache = Dcache {
             names,
             inodes,
-            name_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
-            inode_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            name_locks: (0..STRIPES).map(|_| Padded(Mutex::new(()))).collect(),
+            inode_locks: (0..STRIPES).map(|_| Padded(Mutex::new(()))).collect(),
             rename: RenameSeq::new(),
             events: Events::new(),
             inflight: Inflight::new(),
@@ -446,7 +447,7 @@ impl Dcache {
     /// The stripe lock of one name if it is free: the lockless path refreshes a revalidated
     /// dentry only if it need not wait.
     pub(crate) fn try_lock_name(&self, parent: u64, name: &[u8]) -> Option<NameLock<'_>> {
-        let m = &self.name_locks[self.stripe(parent, name)];
+        let m = &self.name_locks[self.stripe(parent, name)].0;
         let guard = match m.try_lock() {
             Ok(g) => g,
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
@@ -459,15 +460,15 @@ impl Dcache {
     pub(crate) fn lock_names(&self, a: (u64, &[u8]), b: Option<(u64, &[u8])>) -> NameLock<'_> {
         let sa = self.stripe(a.0, a.1);
         let Some(sb) = b.map(|b| self.stripe(b.0, b.1)).filter(|&sb| sb != sa) else {
-            return NameLock { _guards: (lock(&self.name_locks[sa]), None) };
+            return NameLock { _guards: (lock(&self.name_locks[sa].0), None) };
         };
         let (lo, hi) = (sa.min(sb), sa.max(sb));
-        let first = lock(&self.name_locks[lo]);
-        NameLock { _guards: (first, Some(lock(&self.name_locks[hi]))) }
+        let first = lock(&self.name_locks[lo].0);
+        NameLock { _guards: (first, Some(lock(&self.name_locks[hi].0))) }
     }
 
     pub(crate) fn lock_inode(&self, ino: u64) -> InodeLock<'_> {
-        InodeLock { _guard: lock(&self.inode_locks[Self::inode_stripe(ino)]) }
+        InodeLock { _guard: lock(&self.inode_locks[Self::inode_stripe(ino)].0) }
     }
 
     fn inode_stripe(ino: u64) -> usize {
@@ -481,10 +482,10 @@ impl Dcache {
     pub(crate) fn lock_moving(&self, a: u64, b: Option<u64>) -> MovingLock<'_> {
         let sa = Self::inode_stripe(a);
         let Some(sb) = b.map(Self::inode_stripe).filter(|&sb| sb != sa) else {
-            return MovingLock { _guards: (lock(&self.inode_locks[sa]), None) };
+            return MovingLock { _guards: (lock(&self.inode_locks[sa].0), None) };
         };
-        let first = lock(&self.inode_locks[sa.min(sb)]);
-        MovingLock { _guards: (first, Some(lock(&self.inode_locks[sa.max(sb)]))) }
+        let first = lock(&self.inode_locks[sa.min(sb)].0);
+        MovingLock { _guards: (first, Some(lock(&self.inode_locks[sa.max(sb)].0))) }
     }
 
     /// Checks that `ino` is a cached directory.

@@ -110,7 +110,9 @@ impl Call {
     }
 }
 
-/// The calls in flight.
+/// The calls in flight. On lines of its own: every miss writes its lock, and the cache's
+/// other fields beside it are read by every walk.
+#[repr(align(128))]
 pub(crate) struct Inflight {
     pub(crate) calls: Mutex<Vec<Arc<Call>>>,
     /// How many calls have ended: raised under `calls`' lock as a call leaves the list, after

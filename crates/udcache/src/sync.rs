@@ -13,6 +13,12 @@ pub(crate) use std::sync::atomic::{
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 
+/// A value alone on its cache lines: 128 bytes, a line and the neighbour that adjacent-line
+/// prefetch fetches with it. For what one thread writes often and others use: a lock word
+/// sharing a line with other data makes every write of it a miss for their readers.
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
+
 /// Locks `m`; a panic while holding one of this crate's locks leaves data that is still
 /// consistent (every critical section only moves whole values), so poisoning is ignored.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
