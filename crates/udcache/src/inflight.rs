@@ -154,15 +154,8 @@ pub(crate) struct Ending<'a> {
 
 impl Drop for Ending<'_> {
     fn drop(&mut self) {
-        {
-            let mut calls = lock(&self.inflight.calls);
-            let at = calls.iter().position(|c| std::ptr::eq(&**c, self.call));
-            calls.swap_remove(at.expect("a call stays listed until its caller ends it"));
-            // Release: pairs with the Acquire in `Inflight::ended`; after the caller filed its
-            // answer. Under the lock: one raiser at a time.
-            let ended = self.inflight.ended.load(Ordering::Relaxed);
-            self.inflight.ended.store(ended + 1, Ordering::Release);
-        }
+        // The answer first: the waiters go on while the call leaves the list (a thread that
+        // finds it still listed meanwhile waits for an answer that is there already).
         let answer = self.answer.take().unwrap_or(Err(Error::Backend(Errno::EIO)));
         let waiters = {
             let mut state = lock(&self.call.state);
@@ -172,6 +165,15 @@ impl Drop for Ending<'_> {
             self.call.answered.store(true, Ordering::Release);
             state.waiters
         };
+        {
+            let mut calls = lock(&self.inflight.calls);
+            let at = calls.iter().position(|c| std::ptr::eq(&**c, self.call));
+            calls.swap_remove(at.expect("a call stays listed until its caller ends it"));
+            // Release: pairs with the Acquire in `Inflight::ended`; after the caller filed its
+            // answer. Under the lock: one raiser at a time.
+            let ended = self.inflight.ended.load(Ordering::Relaxed);
+            self.inflight.ended.store(ended + 1, Ordering::Release);
+        }
         // A waiter counts itself before it sleeps, under the same lock: none is missed.
         if waiters > 0 {
             self.call.done.notify_all();
