@@ -11,7 +11,9 @@
 //! header, the path `import/dummySrc/<d>/<header>` for d = 1..50 (negative) and then
 //! `usr/include/<header>` (found). A miss asks the "filesystem" (an immutable map of what
 //! exists) and caches its answer. 200 compiles per measurement, shared by 1 or 2 threads
-//! through a counter, on a fresh cache each time (so the first compile's misses are in it).
+//! through a counter, on a fresh cache each time (so the first compile's misses are in it);
+//! the frees the previous measurement's cache deferred run before the timing starts, not in
+//! the pins of this one.
 //!
 //! Variants: `udcache` ([`Dcache::walk`], misses through [`Dcache::resolve`]) and `mutex`
 //! (`Mutex<HashMap>` of `(parent, name)` to `Some(ino)` or `None` for a negative, locked once

@@ -27,7 +27,8 @@
 //!
 //! Measurements, interleaved: variant `reval` (all of the above) and `forever` (no timeouts,
 //! no directory changes, no access checks: `make-j` through [`Dcache::walk_as`]), each with 1
-//! and 2 threads sharing the compiles, on a fresh cache per measurement; then, on a warm cache
+//! and 2 threads sharing the compiles, on a fresh cache per measurement (timed once the
+//! previous cache's deferred frees have run); then, on a warm cache
 //! with the clock stopped, ns per component of the compile's walks with the access check and
 //! without it.
 //!
