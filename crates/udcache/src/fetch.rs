@@ -18,9 +18,9 @@
 //!   when the lookup's answer is filed, which renews a negative or, finding a positive,
 //!   answers "look again".
 //! - The filesystem is called with no lock held and no epoch guard pinned (a slow call must not
-//!   hold back grace periods). The looks before the call nest in one pin, and the filing after
-//!   it in another: a pin that nests in none is a full fence, and every 128th such pin of a
-//!   thread also tries to advance the global epoch, a line every thread's pins read.
+//!   hold back grace periods). The looks that decide who calls nest in one pin: a pin that
+//!   nests in none is a full fence, and every 128th such pin of a thread also tries to
+//!   advance the global epoch, a line every thread's pins read.
 //! - How a waiter waits for the call (spinning, then asleep): see `inflight.rs`.
 //! - Waiters take the caller's answer as their own (they do not look again: the negative the
 //!   caller filed may already have been evicted by the bounding rules), always read under the
@@ -73,7 +73,7 @@ enum InCache {
 enum Role {
     Cached(Resolved),
     /// Makes the call: of a stale dentry (`stale`: revalidated first) or of no dentry, as the
-    /// look under the in-flight lock found it.
+    /// last look found it (under the in-flight lock, or before it if no call ended since).
     Caller {
         call: Arc<Call>,
         stale: bool,
@@ -238,10 +238,7 @@ impl Dcache {
             Settled::Dropped | Settled::Absent => {}
         }
         self.events.bump(Event::BackendLookup);
-        let answer = fs.lookup(parent, name);
-        // Filing nests its looks and writes in one pin.
-        let _filing = epoch::pin();
-        match answer {
+        match fs.lookup(parent, name) {
             Err(errno) => Err(Error::Backend(errno)),
             Ok(None) => match self.file_negative(parent, name, Some(generation)) {
                 Ok(()) => Ok(Some(Resolved::Negative)),

@@ -154,17 +154,8 @@ pub(crate) struct Ending<'a> {
 
 impl Drop for Ending<'_> {
     fn drop(&mut self) {
-        // The answer first: the waiters go on while the call leaves the list (a thread that
-        // finds it still listed meanwhile waits for an answer that is there already).
-        let answer = self.answer.take().unwrap_or(Err(Error::Backend(Errno::EIO)));
-        let waiters = {
-            let mut state = lock(&self.call.state);
-            state.answer = Some(answer);
-            // Release: pairs with the Acquire load of spinning waiters (`Call::answer`); set
-            // after the answer, so a waiter that sees it finds the answer under the lock.
-            self.call.answered.store(true, Ordering::Release);
-            state.waiters
-        };
+        // Off the list first: a waiter whose answer sends it to look again (`Ok(None)`) must
+        // not find this call still listed and wait on it again.
         {
             let mut calls = lock(&self.inflight.calls);
             let at = calls.iter().position(|c| std::ptr::eq(&**c, self.call));
@@ -174,6 +165,15 @@ impl Drop for Ending<'_> {
             let ended = self.inflight.ended.load(Ordering::Relaxed);
             self.inflight.ended.store(ended + 1, Ordering::Release);
         }
+        let answer = self.answer.take().unwrap_or(Err(Error::Backend(Errno::EIO)));
+        let waiters = {
+            let mut state = lock(&self.call.state);
+            state.answer = Some(answer);
+            // Release: pairs with the Acquire load of spinning waiters (`Call::answer`); set
+            // after the answer, so a waiter that sees it finds the answer under the lock.
+            self.call.answered.store(true, Ordering::Release);
+            state.waiters
+        };
         // A waiter counts itself before it sleeps, under the same lock: none is missed.
         if waiters > 0 {
             self.call.done.notify_all();
