@@ -5,12 +5,9 @@
 //! - One mutex guards the list of calls in flight, each for one `(parent, name)`. A thread
 //!   that misses looks the name up in the cache again *under* that mutex: a caller files its
 //!   answer in the cache before it takes its call off the list, so a name is either cached
-//!   (fresh), or in flight, or neither (and this thread becomes its caller). That look is
-//!   skipped when no call has ended since before the look that missed (the list counts its
-//!   ended calls): an answer filed by a call that ended earlier was there for that look. The
-//!   list is a vector searched by comparing keys: a server has about one call in flight per
-//!   thread, and scanning a handful beats hashing the name (and copying it to look it up) on
-//!   every miss.
+//!   (fresh), or in flight, or neither (and this thread becomes its caller). The list is a
+//!   vector searched by comparing keys: a server has about one call in flight per thread, and
+//!   scanning a handful beats hashing the name (and copying it to look it up) on every miss.
 //! - A call is a lookup of a missing name or the blocking revalidation of a stale one (see
 //!   `reval.rs`), which may end in a lookup; both read the parent's generation before
 //!   asking and file what they learn under it. The call revalidates only a dentry the look
@@ -73,7 +70,7 @@ enum InCache {
 enum Role {
     Cached(Resolved),
     /// Makes the call: of a stale dentry (`stale`: revalidated first) or of no dentry, as the
-    /// last look found it (under the in-flight lock, or before it if no call ended since).
+    /// look under the in-flight lock found it.
     Caller {
         call: Arc<Call>,
         stale: bool,
@@ -178,10 +175,10 @@ impl Dcache {
     }
 
     fn role(&self, guard: &Guard, parent: u64, name: &[u8]) -> Role {
-        let ended = self.inflight.ended();
-        let mut seen = match self.cached(guard, parent, name) {
+        let no_dentry = match self.cached(guard, parent, name) {
             InCache::Fresh(r) => return Role::Cached(r),
-            seen => seen,
+            InCache::Stale => false,
+            InCache::Nothing => true,
         };
         // The parent, looked up once: its listing may answer, and a call files its answer
         // under the generation read here (before asking, as the rules require).
@@ -189,7 +186,7 @@ impl Dcache {
         // Only where no dentry holds the name. A stale dentry is revalidated: the listing's
         // answer would neither refresh nor drop it, so every later walk would meet it again
         // (and `walk_as` would never end).
-        if matches!(seen, InCache::Nothing) && self.listed_absent(dir, name) {
+        if no_dentry && self.listed_absent(dir, name) {
             return Role::Cached(Resolved::Negative);
         }
         let generation = dir.map_or(0, Inode::dir_gen);
@@ -197,12 +194,8 @@ impl Dcache {
         if let Some(call) = calls.iter().find(|c| c.is_for(parent, name)) {
             return Role::Waiter(call.clone());
         }
-        // Filed before its call left the list (see the rules): look again under the lock if
-        // a call has ended since the look above.
-        if self.inflight.ended_since(ended, &calls) {
-            seen = self.cached(guard, parent, name);
-        }
-        let stale = match seen {
+        // Filed before its call left the list (see the rules): look again under the lock.
+        let stale = match self.cached(guard, parent, name) {
             InCache::Fresh(r) => return Role::Cached(r),
             InCache::Stale => true,
             InCache::Nothing => false,

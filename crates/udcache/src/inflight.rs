@@ -22,7 +22,7 @@ use std::time::Instant;
 use crate::error::{Errno, Error};
 use crate::fs::Resolved;
 use crate::name::NAME_MAX;
-use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, Ordering, lock, spin};
+use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, lock, spin};
 
 /// What one call settled: an answer, or `None` when a revalidation alone dropped the dentry.
 pub(crate) type Settle = Result<Option<Resolved>, Error>;
@@ -115,30 +115,11 @@ impl Call {
 #[repr(align(128))]
 pub(crate) struct Inflight {
     pub(crate) calls: Mutex<Vec<Arc<Call>>>,
-    /// How many calls have ended: raised under `calls`' lock as a call leaves the list, after
-    /// its caller filed its answer.
-    ended: AtomicU64,
 }
 
 impl Inflight {
     pub(crate) fn new() -> Self {
-        Inflight { calls: Mutex::new(Vec::new()), ended: AtomicU64::new(0) }
-    }
-
-    /// How many calls have ended, read before a look at the cache: if no call ends between
-    /// this read and the in-flight lock ([`ended_since`](Self::ended_since)), every answer
-    /// filed by a call no longer listed was filed before the look, which saw it.
-    pub(crate) fn ended(&self) -> u64 {
-        // Acquire: pairs with the Release raise in `Ending::drop`, made after that caller
-        // filed its answer: a look after this load sees what the calls counted had filed.
-        self.ended.load(Ordering::Acquire)
-    }
-
-    /// Whether a call has ended since [`ended`](Self::ended) read `before`; asked with the
-    /// in-flight lock held (`_calls`), under which the count is raised.
-    pub(crate) fn ended_since(&self, before: u64, _calls: &[Arc<Call>]) -> bool {
-        // Relaxed: read under the lock the raise is made under.
-        self.ended.load(Ordering::Relaxed) != before
+        Inflight { calls: Mutex::new(Vec::new()) }
     }
 }
 
@@ -160,10 +141,6 @@ impl Drop for Ending<'_> {
             let mut calls = lock(&self.inflight.calls);
             let at = calls.iter().position(|c| std::ptr::eq(&**c, self.call));
             calls.swap_remove(at.expect("a call stays listed until its caller ends it"));
-            // Release: pairs with the Acquire in `Inflight::ended`; after the caller filed its
-            // answer. Under the lock: one raiser at a time.
-            let ended = self.inflight.ended.load(Ordering::Relaxed);
-            self.inflight.ended.store(ended + 1, Ordering::Release);
         }
         let answer = self.answer.take().unwrap_or(Err(Error::Backend(Errno::EIO)));
         let waiters = {
