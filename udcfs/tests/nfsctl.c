@@ -239,16 +239,6 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void sleep_until(double t)
-{
-	struct timespec ts;
-	ts.tv_sec = (time_t)t;
-	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
-	       EINTR)
-		;
-}
-
 static unsigned long parse_ul(const char *s, const char *what,
 			      unsigned long max)
 {
@@ -267,13 +257,27 @@ static unsigned long parse_ul(const char *s, const char *what,
 #define CHURN_MAX_ALIVE 100
 #define CHURN_TARGET 50
 
-/* SIGTERM ends a churn early, after its current operation, with its figures printed. */
-static volatile sig_atomic_t churn_stop;
+/*
+ * SIGTERM ends a churn early, between two operations, with its figures printed. It stays
+ * blocked while an operation runs: libnfs's synchronous calls take a poll() that a signal
+ * interrupts for a broken connection, reconnect and send the call again, and the server then
+ * answers a CREATE or REMOVE it has already done with NFS3ERR_EXIST or NFS3ERR_NOENT.
+ */
+static sigset_t churn_term;
 
-static void on_term(int sig)
+/* Waits until t on the monotonic clock; returns 1 as soon as a SIGTERM is pending, 0 at t. */
+static int term_by(double t)
 {
-	(void)sig;
-	churn_stop = 1;
+	for (;;) {
+		double d = t - now();
+		if (d < 0)
+			d = 0;
+		struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+		if (sigtimedwait(&churn_term, NULL, &ts) == SIGTERM)
+			return 1;
+		if (errno == EAGAIN)
+			return 0;
+	}
 }
 
 static int cmd_churn(const char *dir, const char *secs_s, const char *rate_s,
@@ -292,8 +296,10 @@ static int cmd_churn(const char *dir, const char *secs_s, const char *rate_s,
 	double t0 = now(), period = 1.0 / (double)rate, tnext = t0;
 	int phase = 0;
 
-	signal(SIGTERM, on_term);
-	while (!churn_stop && ops < max_ops && now() - t0 < (double)secs) {
+	sigemptyset(&churn_term);
+	sigaddset(&churn_term, SIGTERM);
+	sigprocmask(SIG_BLOCK, &churn_term, NULL);
+	while (ops < max_ops && now() - t0 < (double)secs) {
 		char name[NAME_MAX + 1];
 		int create = alive < CHURN_TARGET ||
 			     (alive < CHURN_MAX_ALIVE && (phase ^= 1));
@@ -322,11 +328,10 @@ static int cmd_churn(const char *dir, const char *secs_s, const char *rate_s,
 		}
 		ops++;
 		tnext += period;
-		double t = now();
-		if (tnext > t)
-			sleep_until(tnext);
-		else if (t - tnext > 0.5)
-			tnext = t; /* cannot keep up: do not burst later */
+		if (now() - tnext > 0.5)
+			tnext = now(); /* cannot keep up: do not burst later */
+		if (term_by(tnext))
+			break;
 	}
 	double el = now() - t0;
 	printf("ops %lu created %lu removed %lu alive %zu seconds %.2f rate %.0f/s\n",
