@@ -15,6 +15,9 @@
 //!   walk may or may not be found.
 //! - **Holders**: `refs` counts [`Held`] handles. The release of the last one settles the entry
 //!   under the bucket lock: onto the LRU, then the trimming rules ([`crate::trim`]) if negative.
+//!   `insert_unused` links its entry with one hold, as every insert does, and gives it up before
+//!   it drops the lock, settling the entry there (unless a `get` took a hold meanwhile: that
+//!   holder's release settles it).
 //! - **Retire**: entries leave a chain through `HListWriter::remove`, whose `Unlinked` defers
 //!   the chain's reference past every reader pinned at that moment.
 //! - **Tags**: each bucket's head word carries 12 tag bits; an entry's is one chosen by the low
@@ -53,6 +56,7 @@ use std::sync::Arc;
 
 use udcache_rculist::epoch::{self, Guard};
 
+use crate::bucket::BucketLock;
 use crate::config::Config;
 use crate::entry::{Entry, NEGATIVE, ON_LRU, Polarity, WORKINGSET, tag_bit};
 use crate::hashing::NameHash;
@@ -311,6 +315,53 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         polarity: Polarity,
         value: V,
     ) -> Insertion<'_, V> {
+        match self.place(parent, name, polarity, value, true) {
+            Ok(Some(held)) => Insertion::Inserted(held),
+            Ok(None) => unreachable!("a held insert returns its hold"),
+            Err(present) => Insertion::Present(present),
+        }
+    }
+
+    /// Inserts an entry of polarity `polarity` for `(parent, name)` and leaves it unused at
+    /// once, as [`insert`](Self::insert) and dropping the hold would, in one bucket-lock
+    /// section: onto the LRU, and a negative one through the trimming rules (which may evict
+    /// it, or others of its bucket, there and then). Returns `None` when it inserted; if the
+    /// name is present already, nothing is inserted and the present entry is returned, held,
+    /// as it is. The way to file a miss's answer that no caller keeps.
+    ///
+    /// ```
+    /// use udcache_neghash::{Config, NegHash, Polarity, epoch};
+    /// let table = NegHash::new(Config::for_entries(16));
+    /// assert!(table.insert_unused(1, b"a.h", Polarity::Negative, ()).is_none());
+    /// assert!(table.lookup(&epoch::pin(), 1, b"a.h").is_some_and(|e| e.is_negative()));
+    /// assert_eq!(table.stats().unused, 1);
+    /// let present = table.insert_unused(1, b"a.h", Polarity::Positive, ()).expect("present");
+    /// assert!(present.is_negative());
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`insert`](Self::insert).
+    pub fn insert_unused(
+        &self,
+        parent: u64,
+        name: &[u8],
+        polarity: Polarity,
+        value: V,
+    ) -> Option<Held<'_, V>> {
+        self.place(parent, name, polarity, value, false).err()
+    }
+
+    /// Inserts `(parent, name)` unless present: `Ok` with the new entry, held if `hold` (else
+    /// settled as unused under the same lock), or `Err` with the present entry, held.
+    fn place(
+        &self,
+        parent: u64,
+        name: &[u8],
+        polarity: Polarity,
+        value: V,
+        hold: bool,
+    ) -> Result<Option<Held<'_, V>>, Held<'_, V>> {
         assert!(
             u32::try_from(name.len()).is_ok(),
             "udcache_neghash: a name of {} bytes (at most u32::MAX)",
@@ -323,7 +374,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         // finds (not touching the entry: an insert is no lookup); a name inserted meanwhile
         // is found again under the lock below.
         if let Some(found) = self.find_held(key, parent, name, b) {
-            return Insertion::Present(found);
+            return Err(found);
         }
         // The cell before the lock: finding a reusable one may run deferred functions, which
         // are better not run under the bucket lock. (Unused if the name was inserted since
@@ -337,7 +388,7 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             .find_owned_tagged(&guard, tag_bit(key), |e| e.matches(key, parent, name));
         if let Some(found) = found {
             found.try_hold().expect("no claimed entry on a chain under its lock");
-            return Insertion::Present(Held::new(found, self, b));
+            return Err(Held::new(found, self, b));
         }
         let state = match polarity {
             Polarity::Positive => 0,
@@ -364,7 +415,17 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             self.store.counters.add(b, C::Negative, 1);
             trim::enforce_cap(&self.store, &mut lock, &guard);
         }
-        Insertion::Inserted(Held::new(entry, self, b))
+        if hold {
+            return Ok(Some(Held::new(entry, self, b)));
+        }
+        // The new entry's hold given up under the lock still held: what the last release does
+        // (see `release`), without taking the lock again. Release: pairs with the Acquire of an
+        // evictor's claim, as a release's decrement. A `get` may have taken a hold since the
+        // link (holds are taken without the lock): then its release settles the entry.
+        if entry.refs.fetch_sub(1, Ordering::Release) == 1 {
+            self.settle(&entry, lock, &guard);
+        }
+        Ok(None)
     }
 
     /// Evicts up to `n` unused entries, negatives first, oldest first within each LRU shard
@@ -583,17 +644,24 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             return;
         }
         let guard = epoch::pin();
-        let mut lock = self.store.lock_bucket(bucket);
+        let lock = self.store.lock_bucket(bucket);
         // Acquire: pairs with other holders' Release decrements.
         if entry.refs.load(Ordering::Acquire) != 0 || !entry.is_hashed() {
             return;
         }
+        self.settle(entry, lock, &guard);
+    }
+
+    /// Settles an entry that has just become unused, under its bucket's lock `lock`: onto the
+    /// LRU, then, if negative, the trimming rules (rule 1 on its run, the cap on its bucket,
+    /// and the table's share after the lock is dropped).
+    fn settle(&self, entry: &EntryRef<V>, mut lock: BucketLock<'_, V>, guard: &Guard) {
         self.store.lru.add(&lock, entry, &self.store.counters);
         if entry.has(NEGATIVE) {
             if self.store.config.rule1 {
-                trim::run_rule(&self.store, &mut lock, entry, &guard);
+                trim::run_rule(&self.store, &mut lock, entry, guard);
             }
-            trim::enforce_cap(&self.store, &mut lock, &guard);
+            trim::enforce_cap(&self.store, &mut lock, guard);
             drop(lock);
             if let Some(share) = self.store.config.negative_share {
                 trim::enforce_share(&self.store, share);

@@ -36,7 +36,9 @@ fn churn_keeps_bounds_and_lookups_stay_correct() {
                     let key = name(x % 4096);
                     let parent = 1 + (x >> 20) % 3;
                     match (x >> 32) % 8 {
-                        0..=3 => drop(table.insert(parent, &key, Polarity::Negative, 0)), // flood of misses
+                        // A flood of misses, filed held then released, or unused at once.
+                        0..=1 => drop(table.insert(parent, &key, Polarity::Negative, 0)),
+                        2..=3 => drop(table.insert_unused(parent, &key, Polarity::Negative, 0)),
                         4 => {
                             if let Insertion::Inserted(h) =
                                 table.insert(parent, &key, Polarity::Positive, x)

@@ -204,19 +204,20 @@ impl Dcache {
         let state = dir.dir().ok_or(Error::NotDirectory(parent))?;
         let names = self.lock_names((parent, name), None);
         let valid = self.word_in(dir, self.timeouts.negative, asked);
-        // A present name is answered without a cell taken for it (neghash's rule): a positive
-        // one is refused having changed nothing.
-        match self.names.insert(parent, name, Polarity::Negative, Dentry::negative(valid)) {
-            Insertion::Inserted(_) => {
+        // Filed unused at once (no caller keeps a miss's answer). A present name is answered
+        // without a cell taken for it (neghash's rule): a positive one is refused having
+        // changed nothing.
+        match self.names.insert_unused(parent, name, Polarity::Negative, Dentry::negative(valid)) {
+            None => {
                 // Still under the parent's stripe, so before its last `forget` can look.
                 state.note_negative();
                 Ok(())
             }
-            Insertion::Present(found) if found.is_negative() => {
+            Some(found) if found.is_negative() => {
                 found.set_validity(valid, &names);
                 Ok(())
             }
-            Insertion::Present(_) => Err(Error::Exists),
+            Some(_) => Err(Error::Exists),
         }
     }
 
