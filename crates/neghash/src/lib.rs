@@ -47,7 +47,7 @@
 //! let table: NegHash<u64> = NegHash::new(Config::for_entries(1024));
 //! let dir = 1;
 //! // A miss, remembered: a negative entry, filed unused (nothing holds it).
-//! assert!(table.insert_unused(dir, b"missing.h", Polarity::Negative, 0).is_none());
+//! assert!(table.insert_unused(dir, b"missing.h", Polarity::Negative, 0).is_ok());
 //! // A positive entry for an existing file, carrying its inode number.
 //! drop(table.insert(dir, b"present.h", Polarity::Positive, 42).inserted().unwrap());
 //!

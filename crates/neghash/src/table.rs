@@ -2,7 +2,7 @@
 //!
 //! # Rules (read before changing anything here)
 //!
-//! - **Bucket lock** (bit 0 of the chain head, [`BucketLock`](crate::bucket::BucketLock)) protects: the chain's links, the
+//! - **Bucket lock** (bit 0 of the chain head, [`BucketLock`]) protects: the chain's links, the
 //!   `NEGATIVE` and `UNHASHED` bits of its entries, the clearing of their `REFERENCED` bits,
 //!   and every eviction decision about them. An evictor claims an entry (`refs` 0 → `DEAD`)
 //!   only under it, so an entry found on a chain by a lock holder is never half-evicted.
@@ -16,8 +16,9 @@
 //! - **Holders**: `refs` counts [`Held`] handles. The release of the last one settles the entry
 //!   under the bucket lock: onto the LRU, then the trimming rules ([`crate::trim`]) if negative.
 //!   `insert_unused` links its entry with one hold, as every insert does, and gives it up before
-//!   it drops the lock, settling the entry there (unless a `get` took a hold meanwhile: that
-//!   holder's release settles it).
+//!   it drops the lock, settling the entry there, unless a hold taken without the lock since
+//!   the link (a `get`, another insert's look) is still held then: that holder's last release
+//!   settles it.
 //! - **Retire**: entries leave a chain through `HListWriter::remove`, whose `Unlinked` defers
 //!   the chain's reference past every reader pinned at that moment.
 //! - **Tags**: each bucket's head word carries 12 tag bits; an entry's is one chosen by the low
@@ -317,25 +318,26 @@ impl<V: Send + Sync + 'static> NegHash<V> {
     ) -> Insertion<'_, V> {
         match self.place(parent, name, polarity, value, true) {
             Ok(Some(held)) => Insertion::Inserted(held),
-            Ok(None) => unreachable!("a held insert returns its hold"),
+            Ok(None) => unreachable!("an insert asked to hold its entry returns the hold"),
             Err(present) => Insertion::Present(present),
         }
     }
 
-    /// Inserts an entry of polarity `polarity` for `(parent, name)` and leaves it unused at
-    /// once, as [`insert`](Self::insert) and dropping the hold would, in one bucket-lock
-    /// section: onto the LRU, and a negative one through the trimming rules (which may evict
-    /// it, or others of its bucket, there and then). Returns `None` when it inserted; if the
-    /// name is present already, nothing is inserted and the present entry is returned, held,
-    /// as it is. The way to file a miss's answer that no caller keeps.
+    /// Inserts an entry of polarity `polarity` for `(parent, name)` that no one holds: the
+    /// same as [`insert`](Self::insert) and dropping the hold at once, without locking the
+    /// bucket a second time. The entry goes onto the LRU, and a negative one through the
+    /// trimming rules, which may evict it or others of its bucket before the lock is dropped
+    /// (and, with a negative share set, negatives of any bucket after). The way to file a
+    /// miss's answer that no caller keeps. If the name is present already, nothing is
+    /// inserted and the present entry is returned, held, as it is (`Err`).
     ///
     /// ```
     /// use udcache_neghash::{Config, NegHash, Polarity, epoch};
     /// let table = NegHash::new(Config::for_entries(16));
-    /// assert!(table.insert_unused(1, b"a.h", Polarity::Negative, ()).is_none());
+    /// assert!(table.insert_unused(1, b"a.h", Polarity::Negative, ()).is_ok());
     /// assert!(table.lookup(&epoch::pin(), 1, b"a.h").is_some_and(|e| e.is_negative()));
     /// assert_eq!(table.stats().unused, 1);
-    /// let present = table.insert_unused(1, b"a.h", Polarity::Positive, ()).expect("present");
+    /// let present = table.insert_unused(1, b"a.h", Polarity::Positive, ()).unwrap_err();
     /// assert!(present.is_negative());
     /// ```
     ///
@@ -348,12 +350,13 @@ impl<V: Send + Sync + 'static> NegHash<V> {
         name: &[u8],
         polarity: Polarity,
         value: V,
-    ) -> Option<Held<'_, V>> {
-        self.place(parent, name, polarity, value, false).err()
+    ) -> Result<(), Held<'_, V>> {
+        self.place(parent, name, polarity, value, false).map(drop)
     }
 
-    /// Inserts `(parent, name)` unless present: `Ok` with the new entry, held if `hold` (else
-    /// settled as unused under the same lock), or `Err` with the present entry, held.
+    /// Inserts `(parent, name)` unless present: `Ok` with the new entry, held if `hold`, else
+    /// its hold given up under the same lock (see the rules, Holders); or `Err` with the
+    /// present entry, held.
     fn place(
         &self,
         parent: u64,
@@ -419,9 +422,13 @@ impl<V: Send + Sync + 'static> NegHash<V> {
             return Ok(Some(Held::new(entry, self, b)));
         }
         // The new entry's hold given up under the lock still held: what the last release does
-        // (see `release`), without taking the lock again. Release: pairs with the Acquire of an
-        // evictor's claim, as a release's decrement. A `get` may have taken a hold since the
-        // link (holds are taken without the lock): then its release settles the entry.
+        // (see `release`), without taking the lock again. No claim or unhash can come between
+        // (both need this lock), so 1 here means unused now and hashed, which `release` checks
+        // again after relocking. A hold taken without the lock since the link and still held
+        // makes this 2 or more: that holder's last release settles the entry. Release: the
+        // decrement continues the release sequence of any such holder's decrement, so an
+        // evictor's later Acquire claim (under this lock, after us) sees that holder's writes,
+        // as it would see ours.
         if entry.refs.fetch_sub(1, Ordering::Release) == 1 {
             self.settle(&entry, lock, &guard);
         }

@@ -1,11 +1,12 @@
-//! Loom model: a lockless lookup racing inserts that trigger trimming on the same bucket.
+//! Loom models: a lockless lookup racing inserts that trigger trimming on the same bucket, an
+//! unused insert racing a hold of its entry, and a snapshot racing a write.
 //! `RUSTFLAGS="--cfg loom --cfg crossbeam_loom" cargo test --release -p udcache-neghash --test loom_neghash`
 #![cfg(loom)]
 
 use udcache_neghash::{Config, NegHash, Polarity, epoch};
 
-/// Both models: preemption bound 2. Inserts, a trim, crossbeam's pins and the snapshot reader's
-/// retries exceed loom's default of 1,000 branches per execution.
+/// Every model here: preemption bound 2. Inserts, a trim, crossbeam's pins and the snapshot
+/// reader's retries exceed loom's default of 1,000 branches per execution.
 fn model() -> loom::model::Builder {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(2);
@@ -42,6 +43,30 @@ fn lookup_vs_insert_and_trim_on_one_bucket() {
 
         let s = table.stats();
         assert_eq!((s.entries, s.negative, s.evicted_rule2), (2, 1, 1));
+    });
+}
+
+/// An unused insert racing a hold of its new entry taken without the lock (`get`) and dropped:
+/// whichever gives up the last hold settles the entry, once: on the LRU, counted unused once.
+#[test]
+fn insert_unused_vs_a_hold_of_its_entry() {
+    model().check(|| {
+        let table = std::sync::Arc::new(NegHash::<u32>::new(Config::with_buckets(1)));
+        let holder = {
+            let table = table.clone();
+            loom::thread::spawn(move || {
+                if let Some(held) = table.get(0, b"miss") {
+                    assert!(held.is_negative());
+                }
+            })
+        };
+        assert!(table.insert_unused(0, b"miss", Polarity::Negative, 0).is_ok());
+        holder.join().unwrap();
+        let s = table.stats();
+        assert_eq!((s.entries, s.negative, s.unused), (1, 1, 1));
+        let shape = table.bucket_shape(0);
+        assert!(shape.len() == 1 && shape[0].on_lru && !shape[0].held);
+        table.verify().unwrap();
     });
 }
 

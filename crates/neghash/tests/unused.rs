@@ -28,9 +28,11 @@ fn name(n: u8) -> Vec<u8> {
     format!("n{n:03}").into_bytes()
 }
 
-/// Every bucket's shape, and the counters (all but `recycled`, which follows the grace
-/// periods of each table's own pool).
-fn state(t: &NegHash<u8>) -> (Vec<Vec<Shape>>, [u64; 7]) {
+/// Every bucket's shape, its entries in chain order, and the counters (all but `recycled`,
+/// which follows the grace periods of each table's own pool).
+type State = (Vec<Vec<Shape>>, Vec<(u64, Vec<u8>, bool)>, [u64; 7]);
+
+fn state(t: &NegHash<u8>) -> State {
     let s = t.stats();
     let counts = [
         s.entries,
@@ -41,7 +43,9 @@ fn state(t: &NegHash<u8>) -> (Vec<Vec<Shape>>, [u64; 7]) {
         s.evicted_global,
         s.evicted_shrink,
     ];
-    ((0..t.buckets()).map(|b| t.bucket_shape(b)).collect(), counts)
+    let mut entries = Vec::new();
+    t.for_each_entry(|e| entries.push((e.parent(), e.name().to_vec(), e.is_negative())));
+    ((0..t.buckets()).map(|b| t.bucket_shape(b)).collect(), entries, counts)
 }
 
 fn run(config: Config, ops: Vec<Op>) -> Result<(), TestCaseError> {
@@ -58,6 +62,7 @@ fn run(config: Config, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 };
                 let b = unused
                     .insert_unused(parent, &key, polarity, n)
+                    .err()
                     .map(|found| (found.is_negative(), *found.value()));
                 prop_assert_eq!(a, b, "what insert found of {:?}", key);
             }
@@ -85,6 +90,7 @@ fn config() -> impl Strategy<Value = Config> {
             one().with_negative_cap(Some(cap)).with_admission(admission)
         }),
         Just(one().with_negative_cap(None)),
+        Just(one().with_rule1(false).with_negative_cap(None)),
         (1..5usize).prop_map(move |cap| one().with_rule1(false).with_negative_cap(Some(cap))),
         Just(one().with_negative_share(Some(0.25))),
     ]
@@ -102,7 +108,7 @@ proptest! {
 #[test]
 fn the_new_entry_is_unused_and_on_the_lru() {
     let t: NegHash<u8> = NegHash::new(Config::with_buckets(1));
-    assert!(t.insert_unused(0, b"a", Polarity::Negative, 1).is_none());
+    assert!(t.insert_unused(0, b"a", Polarity::Negative, 1).is_ok());
     let shape = t.bucket_shape(0);
     assert_eq!(shape.len(), 1);
     assert!(!shape[0].held && shape[0].on_lru && shape[0].polarity == Polarity::Negative);

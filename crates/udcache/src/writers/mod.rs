@@ -208,16 +208,16 @@ impl Dcache {
         // without a cell taken for it (neghash's rule): a positive one is refused having
         // changed nothing.
         match self.names.insert_unused(parent, name, Polarity::Negative, Dentry::negative(valid)) {
-            None => {
+            Ok(()) => {
                 // Still under the parent's stripe, so before its last `forget` can look.
                 state.note_negative();
                 Ok(())
             }
-            Some(found) if found.is_negative() => {
+            Err(found) if found.is_negative() => {
                 found.set_validity(valid, &names);
                 Ok(())
             }
-            Some(_) => Err(Error::Exists),
+            Err(_) => Err(Error::Exists),
         }
     }
 
