@@ -33,10 +33,12 @@
 //!   carved. The one block still being carved holds memory not yet used: at most its size.
 //! - **Steals** look only at the shards a hint marks (one bit per shard, in words of their
 //!   own): a shard's bit is set, under its lock, before objects are parked on it, and cleared,
-//!   under its lock, by a steal that finds it empty. So a shard with parked objects always
-//!   has its bit set, and a steal costs no `try_lock` of a shard that has none: every other
-//!   shard's lock word is a line its threads use. A bit read stale (just set) skips that
-//!   steal once.
+//!   under its lock, by a steal or an allocation that finds it empty. So a shard with parked
+//!   objects always has its bit set, and a steal costs no `try_lock` of a shard that has none:
+//!   every other shard's lock word is a line its threads use. An allocation looks at its own
+//!   shard's parked objects only when the bit marks it, so one in a pool with nothing parked
+//!   (a new cache filling up) takes no lock for that look. A bit read stale (just set) skips
+//!   that look once.
 //! - **Locks.** One mutex per shard; a thread takes its own shard's lock and, while holding it,
 //!   at most `try_lock`s others: no lock order to violate, no deadlock. Shards belong to the
 //!   pool, not to threads, so a thread that exits strands nothing: its shard is used by other
@@ -462,20 +464,26 @@ impl<T: Send + 'static> GpPool<T> {
         match self.config.reuse {
             Reuse::AfterGracePeriod if anywhere => None,
             Reuse::AfterGracePeriod => {
-                let mut sh = lock(shard);
-                if let Some(slot) = sh.take_oldest_if(completed) {
-                    sh.recycled += 1;
-                    return Some(slot);
-                }
-                let oldest = sh.oldest_cookie();
-                drop(sh);
-                // A failed poll drives the grace-period machinery now and then (outside the
-                // lock: a drive flushes crossbeam's bag).
-                if oldest.is_some_and(|c| poll(&c)) {
+                // Nothing parked here by the hint (see the rules, Steals): no lock to take.
+                if self.may_have_parked(home) {
                     let mut sh = lock(shard);
                     if let Some(slot) = sh.take_oldest_if(completed) {
                         sh.recycled += 1;
                         return Some(slot);
+                    }
+                    let oldest = sh.oldest_cookie();
+                    if oldest.is_none() {
+                        self.note_parked(home, false);
+                    }
+                    drop(sh);
+                    // A failed poll drives the grace-period machinery now and then (outside
+                    // the lock: a drive flushes crossbeam's bag).
+                    if oldest.is_some_and(|c| poll(&c)) {
+                        let mut sh = lock(shard);
+                        if let Some(slot) = sh.take_oldest_if(completed) {
+                            sh.recycled += 1;
+                            return Some(slot);
+                        }
                     }
                 }
                 self.steal(home)
@@ -894,6 +902,28 @@ mod tests {
         unsafe { Slot::check_transition(got, pool.id, false) };
         drop(PoolBox { slot: got, pool: &pool });
         assert!(pool.may_have_parked(home));
+    }
+
+    #[test]
+    fn an_allocation_that_finds_its_shard_empty_clears_its_bit() {
+        let config = PoolConfig::default().with_shards(2).with_fresh_run(1);
+        let pool = GpPool::with_config(config, || 0u64, |_| {});
+        let home = pool.home();
+        pool.alloc().free();
+        crate::synchronize();
+        // Takes the parked object back: the bit stays set until a look finds the shard empty.
+        let again = pool.alloc();
+        assert_eq!(pool.stats().recycled, 1, "the parked object, reused");
+        assert!(pool.may_have_parked(home));
+        let fresh = pool.alloc();
+        assert!(!pool.may_have_parked(home), "found empty");
+        // Parked again: marked again, and the next allocation takes it.
+        drop(again);
+        assert!(pool.may_have_parked(home));
+        crate::synchronize();
+        drop(pool.alloc());
+        assert_eq!(pool.stats().recycled, 2);
+        drop(fresh);
     }
 
     #[test]
