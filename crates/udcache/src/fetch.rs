@@ -42,7 +42,6 @@ use crate::inflight::{Call, Ending, Settle};
 use crate::inode::Inode;
 use crate::name::validate_name;
 use crate::stats::Event;
-use crate::sync::lock;
 use crate::walk::{cached, seen};
 use crate::writers::Spliced;
 
@@ -190,8 +189,8 @@ impl Dcache {
             return Role::Cached(Resolved::Negative);
         }
         let generation = dir.map_or(0, Inode::dir_gen);
-        let mut calls = lock(&self.inflight.calls);
-        if let Some(call) = calls.iter().find(|c| c.is_for(parent, name)) {
+        let mut calls = self.inflight.lock();
+        if let Some(call) = calls.find(parent, name) {
             return Role::Waiter(call.clone());
         }
         // Filed before its call left the list (see the rules): look again under the lock.
@@ -200,9 +199,7 @@ impl Dcache {
             InCache::Stale => true,
             InCache::Nothing => false,
         };
-        let call = Arc::new(Call::new(parent, name));
-        calls.push(call.clone());
-        Role::Caller { call, stale, generation }
+        Role::Caller { call: calls.start(parent, name), stale, generation }
     }
 
     /// Calls the filesystem, files the answer, wakes the waiters (see [`Ending`]).

@@ -13,6 +13,19 @@
 //!   filesystem itself: one call per name however long it takes.
 //! - A call costs its caller one allocation (the name is kept inline, at most `NAME_MAX`
 //!   bytes) and no clock read: only waiters read the clock.
+//! - The list of calls is locked twice by every miss (to look for a call, and to end one),
+//!   for tens of nanoseconds each time, and threads that miss the same names do so at the same
+//!   moments. A thread that finds it locked spins, trying it, for up to `SPIN` before it
+//!   blocks, as an adaptive mutex does: the unlock wakes a blocked thread, and a scheduler may
+//!   place a woken thread on its waker's CPU (a KVM guest's does when the host has taken the
+//!   woken one's idle vCPU away), where the two then share one CPU in whole scheduler ticks,
+//!   milliseconds, until a load balance separates them.
+//! - An ended call stays with the list, off it, among at most `KEPT` ended calls; once no one
+//!   else holds it, the next miss's call is made anew in its memory. So a call's memory is
+//!   freed by the list (when it drops an ended call for room, or at the end), never by the
+//!   waiter that drops it last: a free on another thread than the allocation's takes the
+//!   allocator's lock (glibc's arena lock), the lock that the caller of the next miss's call
+//!   takes to allocate, at the same moments when threads miss the same names.
 
 use std::sync::Arc;
 #[cfg(not(loom))]
@@ -22,7 +35,7 @@ use std::time::Instant;
 use crate::error::{Errno, Error};
 use crate::fs::Resolved;
 use crate::name::NAME_MAX;
-use crate::sync::{AtomicBool, Condvar, Mutex, Ordering, lock, spin};
+use crate::sync::{AtomicBool, Condvar, Mutex, MutexGuard, Ordering, lock, spin};
 
 /// What one call settled: an answer, or `None` when a revalidation alone dropped the dentry.
 pub(crate) type Settle = Result<Option<Resolved>, Error>;
@@ -32,6 +45,10 @@ pub(crate) type Settle = Result<Option<Resolved>, Error>;
 /// than it then spends sleeping anyway.
 #[cfg(not(loom))]
 const SPIN: Duration = Duration::from_micros(20);
+
+/// Ended calls kept for reuse (see the rules): one per thread that may call at once, and a
+/// few for waiters that have not dropped theirs yet.
+const KEPT: usize = 8;
 
 /// One filesystem call in flight for the name `(parent, name)`.
 pub(crate) struct Call {
@@ -110,16 +127,132 @@ impl Call {
     }
 }
 
+/// The calls in flight, and ended ones kept for reuse (see the rules).
+pub(crate) struct Calls {
+    listed: Vec<Arc<Call>>,
+    /// Oldest first; at most `KEPT`.
+    ended: Vec<Arc<Call>>,
+}
+
+impl Calls {
+    /// The call listed for `(parent, name)`, if there is one.
+    pub(crate) fn find(&self, parent: u64, name: &[u8]) -> Option<&Arc<Call>> {
+        self.listed.iter().find(|c| c.is_for(parent, name))
+    }
+
+    /// Lists a new call for `(parent, name)`: made anew in an ended call that no one else
+    /// holds, else allocated.
+    pub(crate) fn start(&mut self, parent: u64, name: &[u8]) -> Arc<Call> {
+        // `get_mut` succeeds only on the last reference, and its Acquire check pairs with the
+        // Release decrements of the others' drops: their reads of the call are done.
+        let call = match self.ended.iter_mut().position(|c| Arc::get_mut(c).is_some()) {
+            Some(at) => {
+                let mut call = self.ended.remove(at);
+                *Arc::get_mut(&mut call).expect("no other reference: found so above") =
+                    Call::new(parent, name);
+                call
+            }
+            None => Arc::new(Call::new(parent, name)),
+        };
+        self.listed.push(call.clone());
+        call
+    }
+
+    /// Takes `call` off the list and keeps it among the ended calls.
+    fn end(&mut self, call: &Call) {
+        let at = self.listed.iter().position(|c| std::ptr::eq(&**c, call));
+        let ended =
+            self.listed.swap_remove(at.expect("a call stays listed until its caller ends it"));
+        if self.ended.len() == KEPT {
+            self.ended.remove(0);
+        }
+        self.ended.push(ended);
+    }
+}
+
 /// The calls in flight. On lines of its own: every miss writes its lock, and the cache's
 /// other fields beside it are read by every walk.
 #[repr(align(128))]
 pub(crate) struct Inflight {
-    pub(crate) calls: Mutex<Vec<Arc<Call>>>,
+    calls: Mutex<Calls>,
+    /// Set while a thread holds `calls`: what a thread that found it locked watches, reading,
+    /// until it is worth trying again (see the rules).
+    held: AtomicBool,
+}
+
+/// The list, locked (see [`Inflight::lock`]).
+pub(crate) struct CallsGuard<'a> {
+    calls: MutexGuard<'a, Calls>,
+    held: &'a AtomicBool,
+}
+
+impl std::ops::Deref for CallsGuard<'_> {
+    type Target = Calls;
+    fn deref(&self) -> &Calls {
+        &self.calls
+    }
+}
+
+impl std::ops::DerefMut for CallsGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Calls {
+        &mut self.calls
+    }
+}
+
+impl Drop for CallsGuard<'_> {
+    fn drop(&mut self) {
+        // Relaxed: a hint of when to try the lock; the mutex, released after this, orders the
+        // list itself.
+        self.held.store(false, Ordering::Relaxed);
+    }
 }
 
 impl Inflight {
     pub(crate) fn new() -> Self {
-        Inflight { calls: Mutex::new(Vec::new()) }
+        Inflight {
+            calls: Mutex::new(Calls { listed: Vec::new(), ended: Vec::new() }),
+            held: AtomicBool::new(false),
+        }
+    }
+
+    /// The list, locked: a thread that finds it locked watches `held` for up to `SPIN`,
+    /// trying again when it clears, before it blocks (see the rules).
+    pub(crate) fn lock(&self) -> CallsGuard<'_> {
+        let calls = self.acquire();
+        // Relaxed: a hint, as in the guard's drop.
+        self.held.store(true, Ordering::Relaxed);
+        CallsGuard { calls, held: &self.held }
+    }
+
+    #[cfg(not(loom))]
+    fn acquire(&self) -> MutexGuard<'_, Calls> {
+        use std::sync::TryLockError;
+        let (mut since, mut spins) = (None, 0);
+        loop {
+            match self.calls.try_lock() {
+                Ok(calls) => return calls,
+                Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+                Err(TryLockError::WouldBlock) => {}
+            }
+            // Reading until the holder is done: a try would take the lock's line from it.
+            // Relaxed: a hint (see the guard's drop).
+            loop {
+                if !Call::spin_on(spins, *since.get_or_insert_with(Instant::now)) {
+                    return lock(&self.calls);
+                }
+                spin();
+                spins += 1;
+                if !self.held.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Under loom, the lock alone: the model explores who holds it, not how long one spins.
+    #[cfg(loom)]
+    fn acquire(&self) -> MutexGuard<'_, Calls> {
+        lock(&self.calls)
     }
 }
 
@@ -137,11 +270,7 @@ impl Drop for Ending<'_> {
     fn drop(&mut self) {
         // Off the list first: a waiter whose answer sends it to look again (`Ok(None)`) must
         // not find this call still listed and wait on it again.
-        {
-            let mut calls = lock(&self.inflight.calls);
-            let at = calls.iter().position(|c| std::ptr::eq(&**c, self.call));
-            calls.swap_remove(at.expect("a call stays listed until its caller ends it"));
-        }
+        self.inflight.lock().end(self.call);
         let answer = self.answer.take().unwrap_or(Err(Error::Backend(Errno::EIO)));
         let waiters = {
             let mut state = lock(&self.call.state);
@@ -155,5 +284,47 @@ impl Drop for Ending<'_> {
         if waiters > 0 {
             self.call.done.notify_all();
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_call_reuses_an_ended_one_that_no_one_holds() {
+        let inflight = Inflight::new();
+        let first = inflight.lock().start(1, b"a");
+        let waiter = first.clone();
+        let at = Arc::as_ptr(&first);
+        inflight.lock().end(&first);
+        drop(first);
+        // A waiter still holds it: a new allocation.
+        let second = inflight.lock().start(1, b"b");
+        assert_ne!(Arc::as_ptr(&second), at);
+        inflight.lock().end(&second);
+        drop(waiter);
+        // Held by the list alone now: made anew in place, for its new name, unanswered.
+        let third = inflight.lock().start(2, b"c");
+        assert_eq!(Arc::as_ptr(&third), at);
+        assert!(third.is_for(2, b"c") && !third.is_for(1, b"a"));
+        assert!(!third.answered.load(Ordering::Relaxed));
+        assert!(inflight.lock().find(2, b"c").is_some_and(|c| Arc::ptr_eq(c, &third)));
+    }
+
+    #[test]
+    fn at_most_kept_ended_calls_stay() {
+        let inflight = Inflight::new();
+        let held: Vec<Arc<Call>> = (0..KEPT as u64 + 3)
+            .map(|i| {
+                let call = inflight.lock().start(i, b"x");
+                inflight.lock().end(&call);
+                call
+            })
+            .collect();
+        let calls = inflight.lock();
+        assert_eq!((calls.listed.len(), calls.ended.len()), (0, KEPT));
+        // The oldest went first: the newest are kept.
+        assert!(Arc::ptr_eq(&calls.ended[KEPT - 1], &held[held.len() - 1]));
     }
 }
