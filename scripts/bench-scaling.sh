@@ -12,10 +12,10 @@
 # all with `--json --max-threads N`. Each run's whole output goes to
 # OUTDIR/<scenario>.<run>.jsonl, each summary line (the last) to OUTDIR/summaries.jsonl, the
 # tables below to OUTDIR/table.txt. It prints, per run, scaling_2t, machine_scaling_2t,
-# scaling_2t_of_machine, ratio_vs_mutex_2t and their N-thread counterparts, then make-j's
-# medians; then make-j's phases per run (start_share, first_compile_share,
-# coalesced_wait_share, slow_compile_share, tail_share, steady_compile_us at 1, 2 and N threads; coalesced
-# misses and sleeps). Needs bash and
+# scaling_2t_of_machine, ratio_vs_mutex_2t, their N-thread counterparts and
+# machine_line_round_trip_ns, then make-j's medians; then make-j's phases per run
+# (start_share, first_compile_share, coalesced_wait_share, slow_compile_share, tail_share,
+# steady_compile_us at 1, 2 and N threads; coalesced misses and sleeps). Needs bash and
 # python3 only. Takes about 5 minutes on 16 cores (make-j ~25 s a run); with
 # --full-extras well over 10 (lookup alone over 4 minutes, map-lookup longer).
 set -euo pipefail
@@ -73,6 +73,7 @@ rows = [json.loads(line) for line in open(path)]
 cols = [c for t in (2, n) for c in (f"scaling_{t}t", f"machine_scaling_{t}t",
                                     f"scaling_{t}t_of_machine", f"ratio_vs_mutex_{t}t")]
 cols = list(dict.fromkeys(cols))  # N = 2: the columns once
+cols.append("machine_line_round_trip_ns")
 
 def cell(v):
     if v is None:

@@ -186,13 +186,18 @@ fn lookup_reports_per_component_figures() {
     assert_machine_shares(&s, &[1, 2]);
 }
 
-/// The machine's scaling at every count in `counts` above 1 is in `s`, and every scaling field
-/// of `s` (`scaling_<n>t…`) comes with its share of the machine's, computed from the two.
+/// The machine's scaling at every count in `counts` above 1 and its line round trip are in
+/// `s`, and every scaling field of `s` (`scaling_<n>t…`) comes with its share of the
+/// machine's, computed from the two.
 fn assert_machine_shares(s: &serde_json::Value, counts: &[u32]) {
     for n in counts.iter().skip(1) {
         let machine = s[format!("machine_scaling_{n}t")].as_f64();
         assert!(machine.is_some_and(|m| m > 0.0), "machine_scaling_{n}t: {s}");
     }
+    // A cache line between two CPUs: tens of nanoseconds at least, far less than a millisecond
+    // unless the two threads shared one CPU throughout.
+    let round_trip = s["machine_line_round_trip_ns"].as_f64();
+    assert!(round_trip.is_some_and(|ns| ns > 1.0 && ns < 1e6), "round trip: {s}");
     let fields = s.as_object().unwrap();
     let scalings: Vec<&String> = fields
         .keys()

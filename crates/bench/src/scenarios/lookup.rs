@@ -257,7 +257,7 @@ pub fn run(opts: &Options) -> Report {
     runs.extend(machine::calibrations(counts));
     let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
     let ns = interleaved(&mut refs, rounds);
-    let (ns, machine_rates) = ns.split_at(counts.len() * variants.len());
+    let (ns, machine_figures) = ns.split_at(counts.len() * variants.len());
     // at[k][i]: variant i at counts[k] threads.
     let at: Vec<&[f64]> = ns.chunks(variants.len()).collect();
     let (one, two) = (at[0], at[1]);
@@ -303,7 +303,7 @@ pub fn run(opts: &Options) -> Report {
         &across(4),
     );
     let summary = summary.with("paths", leaves).with("walks_per_thread", per_thread);
-    report.summary(machine::with_machine_scaling(summary, counts, machine_rates));
+    report.summary(machine::with_machine_scaling(summary, counts, machine_figures));
     report
 }
 

@@ -315,7 +315,7 @@ pub fn run(opts: &Options) -> Report {
     let r = interleaved(&mut refs, rounds);
     // Each variant's rates at counts[0], counts[1], …, then the calibration's.
     let (ud, rest) = r.split_at(counts.len());
-    let (mx, machine_rates) = rest.split_at(counts.len());
+    let (mx, machine_figures) = rest.split_at(counts.len());
     let (ud1, ud2, mx1, mx2) = (ud[0], ud[1], mx[0], mx[1]);
     let rate = |figure, scaling_suffix| Fields { figure, scaling_suffix, time_per_op: false };
 
@@ -358,7 +358,7 @@ pub fn run(opts: &Options) -> Report {
             .with(&format!("slow_compile_share_{n}t"), med(|p| p.slow_compiles))
             .with(&format!("steady_compile_us_{n}t"), med(|p| p.steady_compile_us));
     }
-    report.summary(machine::with_machine_scaling(summary, counts, machine_rates));
+    report.summary(machine::with_machine_scaling(summary, counts, machine_figures));
     report
 }
 

@@ -365,7 +365,7 @@ pub fn run(opts: &Options) -> Report {
     drop(refs);
     drop(runs);
     let (rv1, rv2, fe1, fe2) = (r[0], r[1], r[2], r[3]);
-    let machine_rates = &r[4..];
+    let machine_figures = &r[4..];
     let (tallies, stats, rpcs) = (tallies.into_inner(), stats.into_inner(), rpcs.into_inner());
 
     // The access check's cost, on a warm cache with the clock stopped.
@@ -460,7 +460,7 @@ pub fn run(opts: &Options) -> Report {
         .with("rpc_access", rpcs[2])
         .with("compiles", all.compiles)
         .with("simulated_s_per_run", (LOOKUP_TIME * WALKS as u32 * compiles as u32).as_secs_f64());
-    report.summary(machine::with_machine_scaling(summary, &THREADS, machine_rates));
+    report.summary(machine::with_machine_scaling(summary, &THREADS, machine_figures));
     report
 }
 

@@ -93,7 +93,7 @@ pub fn run(opts: &Options) -> Report {
     runs.extend(machine::calibrations(counts));
     let mut refs: Vec<&mut dyn FnMut() -> f64> = runs.iter_mut().map(|r| &mut **r as _).collect();
     let m = interleaved(&mut refs, rounds);
-    let (m, machine_rates) = m.split_at(counts.len() * variants.len());
+    let (m, machine_figures) = m.split_at(counts.len() * variants.len());
     // at[k][i]: variant i at counts[k] threads.
     let at: Vec<&[f64]> = m.chunks(variants.len()).collect();
     let (one, two) = (at[0], at[1]);
@@ -116,6 +116,6 @@ pub fn run(opts: &Options) -> Report {
             summary.with(&format!("mops_{v}_1t"), one[i]).with(&format!("mops_{v}_2t"), two[i]);
     }
     let summary = with_more_threads(summary, rate("mops_neghash"), counts, &across(0));
-    report.summary(machine::with_machine_scaling(summary, counts, machine_rates));
+    report.summary(machine::with_machine_scaling(summary, counts, machine_figures));
     report
 }
