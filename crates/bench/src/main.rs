@@ -14,7 +14,8 @@
 //! at 1, 2, 4, … and N threads (default 2: only 1 and 2), adding `scaling_<n>t` fields for the
 //! counts above 2; the 1- and 2-thread fields stay as they are. Those scenarios and
 //! `make-j-reval` also report the machine's own scaling, measured in the same rounds
-//! (`machine_scaling_<n>t`, and each scaling as a share of it: see [`machine`]).
+//! (`machine_scaling_<n>t`, each scaling as a share of it, and the line round trip between
+//! two threads, `machine_line_round_trip_ns`: see [`machine`]).
 
 mod alloc_count;
 mod machine;

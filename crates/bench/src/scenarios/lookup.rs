@@ -32,7 +32,8 @@
 //! `ns_per_component_<variant>_<threads>t` for every variant; with `--max-threads`, also
 //! `scaling_<n>t` and `scaling_<n>t_mutex` for each count n above 2; and the machine's own
 //! scaling, measured in the same rounds (see [`crate::machine`]): `machine_scaling_<n>t` for
-//! every count and each scaling field as a share of it, `scaling_<n>t[_mutex]_of_machine`.
+//! every count, each scaling field as a share of it, `scaling_<n>t[_mutex]_of_machine`, and
+//! `machine_line_round_trip_ns`.
 //! Each variant's row also
 //! gives `bytes_per_entry`: the heap bytes its tree took per cached name (the harness's
 //! counting allocator, across the build). udcache's include the inode behind each name —

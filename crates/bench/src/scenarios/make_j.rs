@@ -30,8 +30,8 @@
 //! `--max-threads`, also `compiles_per_s_<variant>_<n>t`, `scaling_<n>t`,
 //! `scaling_<n>t_mutex` and `ratio_vs_mutex_<n>t` for each count n above 2. The machine's own
 //! scaling is measured in the same rounds (see [`crate::machine`]): `machine_scaling_<n>t`
-//! for every count, and each scaling field also as a share of it,
-//! `scaling_<n>t[_mutex]_of_machine`.
+//! for every count, each scaling field also as a share of it,
+//! `scaling_<n>t[_mutex]_of_machine`, and `machine_line_round_trip_ns`.
 //!
 //! Where udcache's threads spend a measurement, for each count n (the median over rounds; a
 //! share is of the threads' time, n × the wall time): `start_share_<n>t` (before a thread's

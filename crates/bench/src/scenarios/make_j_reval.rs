@@ -45,7 +45,8 @@
 //!   the paired differences and each side's fastest and median ns per component.
 //! - `machine_scaling_2t`: the machine's own scaling, measured in the same rounds (see
 //!   [`crate::machine`]); `scaling_2t_of_machine` and `scaling_2t_forever_of_machine`: the two
-//!   scalings as shares of it.
+//!   scalings as shares of it; `machine_line_round_trip_ns`, a cache line's round trip between
+//!   two threads.
 //! - Also compiles/s per variant, fallbacks by reason, revalidations and the filesystem's
 //!   calls (`rpc_*`) in the `reval` runs, and `ns_per_component_access` / `_no_access`.
 

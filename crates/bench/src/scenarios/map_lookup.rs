@@ -15,7 +15,8 @@
 //! `scaling_2t` (NegHash 2-thread over 1-thread), plus `mops_<variant>_<threads>t`; with
 //! `--max-threads`, `mops_neghash_<n>t` and `scaling_<n>t` for each count n above 2; and the
 //! machine's own scaling, measured in the same rounds (see [`crate::machine`]):
-//! `machine_scaling_<n>t` for every count and `scaling_<n>t_of_machine`.
+//! `machine_scaling_<n>t` for every count, `scaling_<n>t_of_machine` and
+//! `machine_line_round_trip_ns`.
 
 use std::hint::black_box;
 
