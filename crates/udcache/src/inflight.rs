@@ -21,7 +21,8 @@
 //!   woken one's idle vCPU away), where the two then share one CPU in whole scheduler ticks,
 //!   milliseconds, until a load balance separates them.
 //! - An ended call stays with the list, off it, among at most `KEPT` ended calls; once no one
-//!   else holds it, the next miss's call is made anew in its memory. So a call's memory is
+//!   else holds it, the next miss's call is made anew in its memory, writing only what a new
+//!   call sets (of the inline name, the new name's bytes). So a call's memory is
 //!   freed by the list (when it drops an ended call for room, or at the end), never by the
 //!   waiter that drops it last: a free on another thread than the allocation's takes the
 //!   allocator's lock (glibc's arena lock), the lock that the caller of the next miss's call
@@ -81,6 +82,17 @@ impl Call {
             state: Mutex::new(CallState { answer: None, waiters: 0 }),
             done: Condvar::new(),
         }
+    }
+
+    /// Makes this ended call, which no one else holds, the call for `(parent, name)`: writes
+    /// what a new call sets and, of the inline buffer, only the name's bytes (each line it
+    /// writes is one a waiter of an earlier call may still have, and must give up).
+    fn renew(&mut self, parent: u64, name: &[u8]) {
+        self.parent = parent;
+        self.len = name.len();
+        self.name[..name.len()].copy_from_slice(name);
+        self.answered = AtomicBool::new(false);
+        self.state = Mutex::new(CallState { answer: None, waiters: 0 });
     }
 
     pub(crate) fn is_for(&self, parent: u64, name: &[u8]) -> bool {
@@ -148,8 +160,8 @@ impl Calls {
         let call = match self.ended.iter_mut().position(|c| Arc::get_mut(c).is_some()) {
             Some(at) => {
                 let mut call = self.ended.remove(at);
-                *Arc::get_mut(&mut call).expect("no other reference: found so above") =
-                    Call::new(parent, name);
+                let only = Arc::get_mut(&mut call).expect("no other reference: found so above");
+                only.renew(parent, name);
                 call
             }
             None => Arc::new(Call::new(parent, name)),
@@ -310,6 +322,25 @@ mod tests {
         assert!(third.is_for(2, b"c") && !third.is_for(1, b"a"));
         assert!(!third.answered.load(Ordering::Relaxed));
         assert!(inflight.lock().find(2, b"c").is_some_and(|c| Arc::ptr_eq(c, &third)));
+    }
+
+    #[test]
+    fn a_renewed_call_holds_its_own_name_and_no_earlier_answer() {
+        let inflight = Inflight::new();
+        let first = inflight.lock().start(1, b"longer");
+        // Ended, answered.
+        drop(Ending { inflight: &inflight, call: &first, answer: Some(Ok(None)) });
+        assert!(first.answered.load(Ordering::Relaxed));
+        let at = Arc::as_ptr(&first);
+        drop(first);
+        // A shorter name in the same memory: the old name's tail is no part of it.
+        let second = inflight.lock().start(1, b"long");
+        assert_eq!(Arc::as_ptr(&second), at);
+        assert!(second.is_for(1, b"long"));
+        assert!(!second.is_for(1, b"longer") && !second.is_for(1, b"lon"));
+        assert!(!second.answered.load(Ordering::Relaxed));
+        let state = lock(&second.state);
+        assert!(state.answer.is_none() && state.waiters == 0);
     }
 
     #[test]
