@@ -22,11 +22,11 @@
 //!   milliseconds, until a load balance separates them.
 //! - An ended call stays with the list, off it, among at most `KEPT` ended calls; once no one
 //!   else holds it, the next miss's call is made anew in its memory, writing only what a new
-//!   call sets (of the inline name, the new name's bytes). So a call's memory is
-//!   freed by the list (when it drops an ended call for room, or at the end), never by the
-//!   waiter that drops it last: a free on another thread than the allocation's takes the
-//!   allocator's lock (glibc's arena lock), the lock that the caller of the next miss's call
-//!   takes to allocate, at the same moments when threads miss the same names.
+//!   call sets (of the inline name, the new name's bytes). So a call's memory is freed by the
+//!   list (when it drops an ended call for room, or at the end), never by the waiter that
+//!   drops it last: a free on another thread than the allocation's takes the allocator's lock
+//!   (glibc's arena lock), the lock that the caller of the next miss's call takes to allocate,
+//!   at the same moments when threads miss the same names.
 
 use std::sync::Arc;
 #[cfg(not(loom))]
