@@ -15,7 +15,7 @@
 //!   `machine_scaling_<n>t`. 1.0 is all the machine gives; a noisy window lowers both figures
 //!   and leaves the share, a loss of the scenario's own lowers the share;
 //! - `machine_line_round_trip_ns`: how long one cache line takes to go from one thread to
-//!   another and back (the median rounds'), measured by two threads spawned as the scenario's
+//!   another and back (the median over rounds), measured by two threads spawned as the scenario's
 //!   are, bouncing a counter ([`round_trip_ns`]). The calibration shares nothing, so it cannot
 //!   see this cost; a scenario whose threads write shared lines (a coalesced miss's turns on
 //!   the list of calls, the global epoch that a pin's collection advances) pays it. A host that
